@@ -1,0 +1,116 @@
+// The kernel interface every backend implements for the nodes it runs.
+//
+// A Kernel is built once per node when a Session is created (it may pre-pack weights
+// from constant inputs) and is then immutable: compute() is const and is called from
+// many threads at once, each call with its own KernelContext. Per-run state lives in
+// the context, never in the kernel.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "bulkhead/status.h"
+#include "bulkhead/tensor.h"
+#include "ir/graph.h"
+
+namespace bulkhead {
+
+// What a kernel factory knows about its node when the session is built.
+struct KernelInfo {
+  const ir::Node& node;
+  // Element types of the inputs where known (kUndefined when not), one per node input.
+  std::vector<DataType> input_types;
+  // Inputs that are constant for the session (initializers or folded constants), by
+  // input index; empty tensors for the others. Kernels may pre-pack from these.
+  std::vector<Tensor> constant_inputs;
+  // Threads a kernel may use (the session's intra-op thread count, >= 1).
+  int threads = 1;
+
+  bool input_is_constant(size_t i) const { return i < constant_inputs.size() && constant_inputs[i].defined(); }
+  // "node 'conv_3' (Conv): " — the prefix for every error a kernel reports.
+  std::string where() const { return node.label() + ": "; }
+};
+
+// Per-call view of a node's inputs and outputs. Not thread-safe: one per call.
+class KernelContext {
+ public:
+  virtual ~KernelContext() = default;
+
+  virtual int num_inputs() const = 0;
+  // The value at input `i`; nullptr when the input is omitted or `i` is out of range.
+  virtual const Value* input_value(int i) const = 0;
+  // The tensor at input `i`; nullptr when omitted or not a tensor.
+  const Tensor* input(int i) const {
+    const Value* v = input_value(i);
+    return v && v->is_tensor() ? &v->tensor : nullptr;
+  }
+  bool has_input(int i) const { return input_value(i) != nullptr && !input_value(i)->is_none(); }
+
+  virtual int num_outputs() const = 0;
+  // False when the model does not use output `i` (empty name or beyond the node's outputs).
+  virtual bool output_wanted(int i) const = 0;
+  // Allocates output `i` in the kernel's memory domain and returns it for writing.
+  virtual Result<Tensor> allocate_output(int i, DataType dtype, const Shape& shape) = 0;
+  // Sets output `i` to an existing value (a view of an input, a sequence, an optional).
+  virtual Status set_output(int i, Value value) = 0;
+  // Temporary memory for this call only, in the kernel's domain.
+  virtual Result<Tensor> allocate_scratch(DataType dtype, const Shape& shape) = 0;
+
+  // Intra-op threads this call may use.
+  virtual int threads() const = 0;
+
+  // Runs the subgraph held in attribute `attr` of this node with `inputs` bound to the
+  // subgraph's inputs in order; values it reads from enclosing graphs are resolved by the
+  // executor. Returns the subgraph's outputs in order.
+  virtual Result<std::vector<Value>> run_subgraph(const std::string& attr, std::vector<Value> inputs) = 0;
+
+  // For errors: "node 'x' (Op): ".
+  virtual std::string where() const = 0;
+};
+
+class Kernel {
+ public:
+  virtual ~Kernel() = default;
+  virtual Status compute(KernelContext& ctx) const = 0;
+};
+
+// Builds a kernel for a node, or says why it cannot (kUnsupported with the reason).
+using KernelFactory = std::function<Result<std::unique_ptr<Kernel>>(const KernelInfo&)>;
+
+// Kernel factories of one backend, keyed by (domain, op type) and by the first opset
+// version each factory handles. Built once when the backend is created; read-only after.
+class KernelTable {
+ public:
+  // Registers `factory` for `op_type` in `domain` from opset `since_version` onward
+  // (until the next registration of the same op with a larger since_version).
+  void add(const std::string& op_type, int since_version, KernelFactory factory, const std::string& domain = "");
+  // The factory for a node at its opset, or nullptr.
+  const KernelFactory* find(const std::string& domain, const std::string& op_type, int opset) const;
+  bool has_op(const std::string& domain, const std::string& op_type) const;
+  std::vector<std::string> op_names() const;
+
+ private:
+  // key: domain + "::" + op_type ; value: since_version -> factory
+  std::map<std::string, std::map<int, KernelFactory>> table_;
+};
+
+// Convenience: a kernel from a lambda.
+class LambdaKernel final : public Kernel {
+ public:
+  using Fn = std::function<Status(KernelContext&)>;
+  explicit LambdaKernel(Fn fn) : fn_(std::move(fn)) {}
+  Status compute(KernelContext& ctx) const override { return fn_(ctx); }
+
+ private:
+  Fn fn_;
+};
+
+template <typename Fn>
+std::unique_ptr<Kernel> make_kernel(Fn fn) {
+  return std::make_unique<LambdaKernel>(LambdaKernel::Fn(std::move(fn)));
+}
+
+}  // namespace bulkhead

@@ -1,0 +1,18 @@
+// Registration entry points of the CPU backend's kernel families. Each family lives in
+// its own file under kernels/ and adds its factories to the backend's KernelTable when
+// the CPU backend is created. No static registration: the table belongs to the backend.
+#pragma once
+
+#include "backend/kernel.h"
+
+namespace bulkhead::cpu {
+
+void register_elementwise_kernels(KernelTable& t);    // unary/binary maths, activations, logic, Cast, Where, Clip
+void register_tensor_kernels(KernelTable& t);         // shape, layout, indexing, Resize, Pad, Constant*
+void register_dnnl_kernels(KernelTable& t);           // Conv, ConvTranspose, MatMul, Gemm, pooling, BatchNormalization
+void register_reduction_kernels(KernelTable& t);      // Reduce*, ArgMax/Min, Softmax family, normalisations
+void register_control_flow_kernels(KernelTable& t);   // If, Loop, Scan, sequence and optional ops
+void register_recurrent_kernels(KernelTable& t);      // LSTM, GRU, RNN
+void register_misc_kernels(KernelTable& t);           // TopK, NonZero, CumSum, Einsum, ...
+
+}  // namespace bulkhead::cpu

@@ -1,0 +1,93 @@
+// Small helpers shared by CPU kernels: parallel loops, axis handling, broadcasting,
+// dtype dispatch. Header-only, no state.
+#pragma once
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "backend/kernel.h"
+#include "bulkhead/dtype.h"
+
+namespace bulkhead::cpu {
+
+// Calls fn(begin, end) over [0, n) split across up to `threads` threads. Chunks are at
+// least `grain` items so small loops stay on the calling thread.
+template <typename Fn>
+void parallel_for(int threads, int64_t n, int64_t grain, Fn&& fn) {
+  if (n <= 0) return;
+  int64_t chunks = std::max<int64_t>(1, std::min<int64_t>(threads, n / std::max<int64_t>(grain, 1)));
+  if (chunks <= 1) {
+    fn(int64_t{0}, n);
+    return;
+  }
+#pragma omp parallel for num_threads(static_cast<int>(chunks)) schedule(static)
+  for (int64_t c = 0; c < chunks; ++c) {
+    int64_t b = n * c / chunks, e = n * (c + 1) / chunks;
+    fn(b, e);
+  }
+}
+
+// Normalises a possibly negative axis against `rank`; error names the node.
+inline Result<int> normalize_axis(int64_t axis, int rank, const std::string& where) {
+  if (axis < -rank || axis >= std::max(rank, 1)) {
+    if (!(rank == 0 && (axis == 0 || axis == -1)))
+      return invalid_argument(where + "axis " + std::to_string(axis) + " is out of range for rank " + std::to_string(rank));
+  }
+  return static_cast<int>(axis < 0 ? axis + rank : axis);
+}
+
+// Row-major strides in elements.
+inline std::vector<int64_t> strides_of(const Shape& s) {
+  std::vector<int64_t> st(s.size(), 1);
+  for (int i = static_cast<int>(s.size()) - 2; i >= 0; --i) st[i] = st[i + 1] * s[i + 1];
+  return st;
+}
+
+// Numpy-style multidirectional broadcast of two shapes.
+inline Result<Shape> broadcast_shapes(const Shape& a, const Shape& b, const std::string& where) {
+  size_t r = std::max(a.size(), b.size());
+  Shape out(r);
+  for (size_t i = 0; i < r; ++i) {
+    int64_t da = i < r - a.size() ? 1 : a[i - (r - a.size())];
+    int64_t db = i < r - b.size() ? 1 : b[i - (r - b.size())];
+    if (da != db && da != 1 && db != 1)
+      return invalid_argument(where + "shapes " + shape_to_string(a) + " and " + shape_to_string(b) + " cannot be broadcast");
+    out[i] = da == 1 ? db : da;
+  }
+  return out;
+}
+
+// Strides (in elements) for reading `in` as if broadcast to `out` (0 on broadcast dims).
+inline std::vector<int64_t> broadcast_strides(const Shape& in, const Shape& out) {
+  std::vector<int64_t> st(out.size(), 0);
+  auto s = strides_of(in);
+  size_t off = out.size() - in.size();
+  for (size_t i = 0; i < in.size(); ++i) st[off + i] = in[i] == 1 ? 0 : s[i];
+  return st;
+}
+
+// Reads an int64 or int32 tensor's elements as int64 (shape/axes/indices inputs).
+inline std::vector<int64_t> read_int_tensor(const Tensor& t) {
+  std::vector<int64_t> v(static_cast<size_t>(t.numel()));
+  if (t.dtype() == DataType::kInt64) std::memcpy(v.data(), t.raw(), v.size() * 8);
+  else if (t.dtype() == DataType::kInt32) for (size_t i = 0; i < v.size(); ++i) v[i] = t.data<int32_t>()[i];
+  return v;
+}
+
+}  // namespace bulkhead::cpu
+
+// Dispatch helpers: BH_DISPATCH_FLOAT(dtype, T, body) runs `body` with T bound to the
+// C++ type for float32/float64; others return kUnsupported naming the type.
+#define BH_TYPE_CASE(enum_value, ctype, ...) \
+  case ::bulkhead::DataType::enum_value: {   \
+    using T = ctype;                         \
+    __VA_ARGS__;                             \
+    break;                                   \
+  }
+#define BH_UNSUPPORTED_DTYPE(where, dt) \
+  return ::bulkhead::unsupported((where) + std::string("unsupported element type ") + ::bulkhead::dtype_name(dt))

@@ -1,0 +1,7 @@
+#include "backends/cpu/cpu_kernels.h"
+
+namespace bulkhead::cpu {
+
+void register_elementwise_kernels(KernelTable& t) { (void)t; }
+
+}  // namespace bulkhead::cpu

@@ -1,0 +1,25 @@
+#include "bulkhead/status.h"
+
+namespace bulkhead {
+
+const char* status_code_name(StatusCode code) {
+  switch (code) {
+    case StatusCode::kOk: return "ok";
+    case StatusCode::kInvalidArgument: return "invalid argument";
+    case StatusCode::kNotFound: return "not found";
+    case StatusCode::kUnsupported: return "unsupported";
+    case StatusCode::kInvalidModel: return "invalid model";
+    case StatusCode::kFailedPrecondition: return "failed precondition";
+    case StatusCode::kResourceExhausted: return "resource exhausted";
+    case StatusCode::kInternal: return "internal error";
+    case StatusCode::kUnavailable: return "unavailable";
+  }
+  return "unknown";
+}
+
+std::string Status::to_string() const {
+  if (is_ok()) return "ok";
+  return std::string(status_code_name(code_)) + ": " + message_;
+}
+
+}  // namespace bulkhead
