@@ -1,10 +1,10 @@
 // Recurrent layers: RNN, GRU, LSTM (all opsets; layout from opset 14).
 //
-// Weights are re-packed transposed ([input][gates*hidden]) so that both the input
-// projection and the per-step recurrent product are contiguous axpy updates that the
-// compiler vectorises. The input projection for every timestep is computed up front; each
-// step then only does the recurrent mat-vec and the gate maths. Constant weights are
-// packed once when the kernel is created.
+// Weights stay in the model's row-major layout ([gates*hidden][input]): every product is a
+// run of contiguous dot products that the compiler vectorises. The input projection for
+// every timestep is computed up front (four rows per weight pass); each step then only
+// does the recurrent mat-vec and the gate maths. Constant weights and combined biases are
+// prepared once when the kernel is created.
 #include <algorithm>
 #include <cctype>
 #include <cmath>
@@ -114,19 +114,63 @@ inline void clip_vec(T* x, int64_t n, bool has_clip, T clip) {
   for (int64_t i = 0; i < n; ++i) x[i] = std::min(clip, std::max(-clip, x[i]));
 }
 
-// y[0:n] += a * x[0:n]
+// Dot product; the simd reduction lets the compiler reassociate and vectorise.
 template <typename T>
-inline void axpy(T a, const T* __restrict x, T* __restrict y, int64_t n) {
-#pragma omp simd
-  for (int64_t j = 0; j < n; ++j) y[j] += a * x[j];
+inline T dot(const T* __restrict a, const T* __restrict b, int64_t n) {
+  T s = T(0);
+#pragma omp simd reduction(+ : s)
+  for (int64_t j = 0; j < n; ++j) s += a[j] * b[j];
+  return s;
 }
 
-// out[0:n] += v[0:k] · M[0:k, col:col+n] with M row-major of leading dimension ld.
+// Four dot products against one vector (shares the loads of v).
 template <typename T>
-inline void matvec_acc(const T* v, const T* m, int64_t k, int64_t ld, int64_t col, int64_t n, T* out) {
-  for (int64_t i = 0; i < k; ++i) {
-    T a = v[i];
-    if (a != T(0)) axpy(a, m + i * ld + col, out, n);
+inline void dot4(const T* __restrict m0, const T* __restrict m1, const T* __restrict m2, const T* __restrict m3,
+                 const T* __restrict v, int64_t n, T* out) {
+  T s0 = T(0), s1 = T(0), s2 = T(0), s3 = T(0);
+#pragma omp simd reduction(+ : s0, s1, s2, s3)
+  for (int64_t j = 0; j < n; ++j) {
+    T x = v[j];
+    s0 += m0[j] * x;
+    s1 += m1[j] * x;
+    s2 += m2[j] * x;
+    s3 += m3[j] * x;
+  }
+  out[0] += s0;
+  out[1] += s1;
+  out[2] += s2;
+  out[3] += s3;
+}
+
+// out[0:rows] += M[row0 : row0+rows, 0:k] · v, M row-major with k columns.
+template <typename T>
+inline void matvec_acc(const T* m, int64_t row0, int64_t rows, int64_t k, const T* v, T* out) {
+  const T* base = m + row0 * k;
+  int64_t r = 0;
+  for (; r + 4 <= rows; r += 4)
+    dot4(base + r * k, base + (r + 1) * k, base + (r + 2) * k, base + (r + 3) * k, v, k, out + r);
+  for (; r < rows; ++r) out[r] += dot(base + r * k, v, k);
+}
+
+// Four input rows against one weight row at a time (shares the loads of the weight row).
+template <typename T>
+inline void matvec4_acc(const T* m, int64_t rows, int64_t k, const T* v0, const T* v1, const T* v2, const T* v3,
+                        T* o0, T* o1, T* o2, T* o3) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const T* __restrict w = m + r * k;
+    T s0 = T(0), s1 = T(0), s2 = T(0), s3 = T(0);
+#pragma omp simd reduction(+ : s0, s1, s2, s3)
+    for (int64_t j = 0; j < k; ++j) {
+      T x = w[j];
+      s0 += v0[j] * x;
+      s1 += v1[j] * x;
+      s2 += v2[j] * x;
+      s3 += v3[j] * x;
+    }
+    o0[r] += s0;
+    o1[r] += s1;
+    o2[r] += s2;
+    o3[r] += s3;
   }
 }
 
@@ -143,16 +187,18 @@ struct Config {
   std::vector<Activation> acts;  // cell_acts(cell) per direction
 };
 
-// Weights re-packed for one element type.
+// Weights of one element type, in the model's row-major layout ([nd][G*H][K]: each gate
+// row is contiguous, so every product is a run of contiguous dot products), with the
+// biases combined. Built once for constant weights, per call otherwise.
 template <typename T>
-struct Packed {
+struct Weights {
   int64_t I = 0, H = 0;
-  int nd = 1;
-  std::vector<T> wt;    // [nd][I][G*H]
-  std::vector<T> rt;    // [nd][H][G*H]
-  std::vector<T> bias;  // [nd][G*H]: Wb + Rb (GRU with linear_before_reset: h gate Wb only)
-  std::vector<T> rbh;   // [nd][H]: GRU recurrent bias of the h gate when linear_before_reset
-  std::vector<T> peep;  // [nd][3H] LSTM peepholes (i, o, f), empty when absent
+  const T* w = nullptr;  // [nd][G*H][I]
+  const T* r = nullptr;  // [nd][G*H][H]
+  Tensor w_keep, r_keep; // keep the weights alive
+  std::vector<T> bias;   // [nd][G*H]: Wb + Rb (GRU with linear_before_reset: h gate Wb only)
+  std::vector<T> rbh;    // [nd][H]: GRU recurrent bias of the h gate when linear_before_reset
+  std::vector<T> peep;   // [nd][3H] LSTM peepholes (i, o, f), empty when absent
 };
 
 template <typename T>
@@ -161,8 +207,8 @@ const T* host_data(const Tensor& t) {
 }
 
 template <typename T>
-Result<Packed<T>> pack(const Config& cfg, const Tensor& W, const Tensor& R, const Tensor* B, const Tensor* P,
-                       const std::string& where) {
+Result<Weights<T>> prepare(const Config& cfg, const Tensor& W, const Tensor& R, const Tensor* B, const Tensor* P,
+                           const std::string& where) {
   const int G = cell_gates(cfg.cell);
   const DataType dt = W.dtype();
   if (R.dtype() != dt || (B && B->dtype() != dt) || (P && P->dtype() != dt))
@@ -190,23 +236,18 @@ Result<Packed<T>> pack(const Config& cfg, const Tensor& W, const Tensor& R, cons
   if (!W.raw() || !R.raw() || (B && !B->raw()) || (P && !P->raw()))
     return invalid_argument(where + "weights are not in host memory");
 
-  Packed<T> p;
+  Weights<T> p;
   p.I = I;
   p.H = H;
-  p.nd = nd;
-  p.wt.resize(static_cast<size_t>(nd * I * GH));
-  p.rt.resize(static_cast<size_t>(nd * H * GH));
+  p.w = host_data<T>(W);
+  p.r = host_data<T>(R);
+  p.w_keep = W;
+  p.r_keep = R;
   p.bias.assign(static_cast<size_t>(nd * GH), T(0));
   const bool lbr = cfg.cell == Cell::kGru && cfg.linear_before_reset;
   if (lbr) p.rbh.assign(static_cast<size_t>(nd * H), T(0));
-  const T* w = host_data<T>(W);
-  const T* r = host_data<T>(R);
-  for (int d = 0; d < nd; ++d) {
-    for (int64_t g = 0; g < GH; ++g) {
-      for (int64_t i = 0; i < I; ++i) p.wt[(d * I + i) * GH + g] = w[(d * GH + g) * I + i];
-      for (int64_t i = 0; i < H; ++i) p.rt[(d * H + i) * GH + g] = r[(d * GH + g) * H + i];
-    }
-    if (B) {
+  if (B) {
+    for (int d = 0; d < nd; ++d) {
       const T* b = host_data<T>(*B) + d * 2 * GH;
       for (int64_t g = 0; g < GH; ++g) {
         T wb = b[g], rb = b[GH + g];
@@ -228,7 +269,7 @@ Result<Packed<T>> pack(const Config& cfg, const Tensor& W, const Tensor& R, cons
 
 class RecurrentKernel final : public Kernel {
  public:
-  RecurrentKernel(Config cfg, std::optional<Packed<float>> pf, std::optional<Packed<double>> pd)
+  RecurrentKernel(Config cfg, std::optional<Weights<float>> pf, std::optional<Weights<double>> pd)
       : cfg_(std::move(cfg)), packed_f_(std::move(pf)), packed_d_(std::move(pd)) {}
 
   Status compute(KernelContext& ctx) const override {
@@ -243,12 +284,12 @@ class RecurrentKernel final : public Kernel {
 
  private:
   template <typename T>
-  Status run(KernelContext& ctx, const Packed<T>* pre) const {
+  Status run(KernelContext& ctx, const Weights<T>* pre) const {
     const std::string where = ctx.where();
     const Cell cell = cfg_.cell;
     const bool lstm = cell == Cell::kLstm;
     const Tensor& X = *ctx.input(0);
-    std::optional<Packed<T>> local;
+    std::optional<Weights<T>> local;
     if (!pre) {
       const Tensor* W = ctx.input(1);
       const Tensor* R = ctx.input(2);
@@ -257,12 +298,12 @@ class RecurrentKernel final : public Kernel {
         return invalid_argument(where + "X is " + dtype_name(X.dtype()) + " but W is " + dtype_name(W->dtype()));
       const Tensor* B = ctx.has_input(3) ? ctx.input(3) : nullptr;
       const Tensor* P = lstm && ctx.has_input(7) ? ctx.input(7) : nullptr;
-      auto r = pack<T>(cfg_, *W, *R, B, P, where);
+      auto r = prepare<T>(cfg_, *W, *R, B, P, where);
       if (!r.is_ok()) return r.status();
       local = std::move(r).value();
       pre = &*local;
     }
-    const Packed<T>& pk = *pre;
+    const Weights<T>& pk = *pre;
     const int G = cell_gates(cell);
     const int nd = cfg_.num_dir;
     const int64_t H = pk.H, I = pk.I, GH = G * H;
@@ -337,22 +378,28 @@ class RecurrentKernel final : public Kernel {
 
     for (int d = 0; d < nd; ++d) {
       const bool rev = cfg_.reverse || d == 1;
-      const T* wt = pk.wt.data() + d * I * GH;
-      const T* rt = pk.rt.data() + d * H * GH;
+      const T* wd = pk.w + d * GH * I;
+      const T* rd = pk.r + d * GH * H;
       const T* bias = pk.bias.data() + d * GH;
       const T* rbh = pk.rbh.empty() ? nullptr : pk.rbh.data() + d * H;
       const T* peep = pk.peep.empty() ? nullptr : pk.peep.data() + d * 3 * H;
       const Activation* act = &cfg_.acts[static_cast<size_t>(d * na)];
 
-      // Input projection for every (t, b): xproj[t][b] = bias + x[t][b] · W^T.
-      const int64_t grain = std::max<int64_t>(1, (1 << 16) / std::max<int64_t>(1, I * GH));
-      parallel_for(ctx.threads(), rows, grain, [&](int64_t r0, int64_t r1) {
-        for (int64_t r = r0; r < r1; ++r) {
-          const int64_t t = r / batch, b = r % batch;
-          const T* xr = x + (layout1 ? (b * T_len + t) : (t * batch + b)) * I;
-          T* out = xproj.data() + r * GH;
-          std::memcpy(out, bias, sizeof(T) * GH);
-          matvec_acc(xr, wt, I, GH, 0, GH, out);
+      // Input projection for every row of X (X viewed as [rows][I], rows in X's own
+      // order): xproj[row] = bias + X[row] · W^T, four rows at a time.
+      const int64_t blocks = (rows + 3) / 4;
+      const int64_t grain = std::max<int64_t>(1, (1 << 15) / std::max<int64_t>(1, 4 * I * GH));
+      parallel_for(ctx.threads(), blocks, grain, [&](int64_t b0, int64_t b1) {
+        for (int64_t blk = b0; blk < b1; ++blk) {
+          const int64_t r0 = blk * 4, n = std::min<int64_t>(4, rows - r0);
+          for (int64_t r = r0; r < r0 + n; ++r) std::memcpy(xproj.data() + r * GH, bias, sizeof(T) * GH);
+          if (n == 4) {
+            matvec4_acc(wd, GH, I, x + r0 * I, x + (r0 + 1) * I, x + (r0 + 2) * I, x + (r0 + 3) * I,
+                        xproj.data() + r0 * GH, xproj.data() + (r0 + 1) * GH, xproj.data() + (r0 + 2) * GH,
+                        xproj.data() + (r0 + 3) * GH);
+          } else {
+            for (int64_t r = r0; r < r0 + n; ++r) matvec_acc(wd, 0, GH, I, x + r * I, xproj.data() + r * GH);
+          }
         }
       });
 
@@ -366,9 +413,9 @@ class RecurrentKernel final : public Kernel {
             const int64_t t = rev ? len - 1 - s : s;
             T* g = gates.data() + b * GH;
             T* h = hs + b * H;
-            std::memcpy(g, xproj.data() + (t * batch + b) * GH, sizeof(T) * GH);
+            std::memcpy(g, xproj.data() + (layout1 ? b * T_len + t : t * batch + b) * GH, sizeof(T) * GH);
             if (cell == Cell::kLstm) {
-              matvec_acc(h, rt, H, GH, 0, GH, g);
+              matvec_acc(rd, 0, GH, H, h, g);
               T* c = cs + b * H;
               T *gi = g, *go = g + H, *gf = g + 2 * H, *gc = g + 3 * H;
               if (peep) {
@@ -398,7 +445,7 @@ class RecurrentKernel final : public Kernel {
               for (int64_t k = 0; k < H; ++k) h[k] = go[k] * gc[k];
             } else if (cell == Cell::kGru) {
               T *gz = g, *gr = g + H, *gh = g + 2 * H;
-              matvec_acc(h, rt, H, GH, 0, 2 * H, g);
+              matvec_acc(rd, 0, 2 * H, H, h, g);
               clip_vec(gz, 2 * H, has_clip, clip);
               activate(act[0], gz, 2 * H);  // z and r
               T* tb = tmp.data() + b * 2 * H;
@@ -406,18 +453,18 @@ class RecurrentKernel final : public Kernel {
                 T* rec = tb;
                 if (rbh) std::memcpy(rec, rbh, sizeof(T) * H);
                 else std::fill(rec, rec + H, T(0));
-                matvec_acc(h, rt, H, GH, 2 * H, H, rec);
+                matvec_acc(rd, 2 * H, H, H, h, rec);
                 for (int64_t k = 0; k < H; ++k) gh[k] += gr[k] * rec[k];
               } else {
                 T* rh = tb;
                 for (int64_t k = 0; k < H; ++k) rh[k] = gr[k] * h[k];
-                matvec_acc(rh, rt, H, GH, 2 * H, H, gh);
+                matvec_acc(rd, 2 * H, H, H, rh, gh);
               }
               clip_vec(gh, H, has_clip, clip);
               activate(act[1], gh, H);
               for (int64_t k = 0; k < H; ++k) h[k] = (T(1) - gz[k]) * gh[k] + gz[k] * h[k];
             } else {
-              matvec_acc(h, rt, H, GH, 0, GH, g);
+              matvec_acc(rd, 0, GH, H, h, g);
               clip_vec(g, H, has_clip, clip);
               activate(act[0], g, H);
               std::memcpy(h, g, sizeof(T) * H);
@@ -445,8 +492,8 @@ class RecurrentKernel final : public Kernel {
   }
 
   Config cfg_;
-  std::optional<Packed<float>> packed_f_;
-  std::optional<Packed<double>> packed_d_;
+  std::optional<Weights<float>> packed_f_;
+  std::optional<Weights<double>> packed_d_;
 };
 
 Result<std::unique_ptr<Kernel>> make_recurrent(Cell cell, const KernelInfo& info) {
@@ -493,8 +540,8 @@ Result<std::unique_ptr<Kernel>> make_recurrent(Cell cell, const KernelInfo& info
   // Pre-pack constant weights.
   auto present = [&](size_t i) { return i < n.inputs.size() && !n.inputs[i].empty(); };
   const bool lstm = cell == Cell::kLstm;
-  std::optional<Packed<float>> pf;
-  std::optional<Packed<double>> pd;
+  std::optional<Weights<float>> pf;
+  std::optional<Weights<double>> pd;
   bool all_const = info.input_is_constant(1) && info.input_is_constant(2) && (!present(3) || info.input_is_constant(3)) &&
                    (!lstm || !present(7) || info.input_is_constant(7));
   if (all_const) {
@@ -503,9 +550,9 @@ Result<std::unique_ptr<Kernel>> make_recurrent(Cell cell, const KernelInfo& info
     const Tensor* B = present(3) ? &info.constant_inputs[3] : nullptr;
     const Tensor* P = lstm && present(7) ? &info.constant_inputs[7] : nullptr;
     if (W.dtype() == DataType::kFloat32) {
-      BH_ASSIGN_OR_RETURN(pf, pack<float>(cfg, W, R, B, P, where));
+      BH_ASSIGN_OR_RETURN(pf, prepare<float>(cfg, W, R, B, P, where));
     } else if (W.dtype() == DataType::kFloat64) {
-      BH_ASSIGN_OR_RETURN(pd, pack<double>(cfg, W, R, B, P, where));
+      BH_ASSIGN_OR_RETURN(pd, prepare<double>(cfg, W, R, B, P, where));
     } else {
       return unsupported(where + "unsupported element type " + dtype_name(W.dtype()));
     }
