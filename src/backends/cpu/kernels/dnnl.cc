@@ -1,7 +1,607 @@
+// oneDNN-backed heavy operators, part 1: Conv and ConvTranspose.
+//
+// float32 runs on oneDNN primitives: the primitive picks its own (blocked) layouts
+// (format_tag::any) and we reorder plain NCHW <-> blocked at the node's boundaries.
+// Primitives are cached per (input shape, weight shape) in a mutex-guarded map; constant
+// weights are reordered into the primitive's layout once per cached primitive and kept.
+// Scratchpads are user-managed (allocated per call from the KernelContext), so one
+// primitive can run concurrently on several threads. float64, and any problem oneDNN
+// rejects, run on plain loops.
+//
+// Pooling and BatchNormalization live in dnnl_pool.cc, MatMul and Gemm in dnnl_gemm.cc.
+
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include <cmath>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
 #include "backends/cpu/cpu_kernels.h"
+#include "backends/cpu/cpu_util.h"
 
 namespace bulkhead::cpu {
 
-void register_dnnl_kernels(KernelTable& t) { (void)t; }
+void register_dnnl_pool_kernels(KernelTable& t);  // dnnl_pool.cc
+void register_dnnl_gemm_kernels(KernelTable& t);  // dnnl_gemm.cc
+
+namespace {
+
+using dnnl::memory;
+using Dims = memory::dims;
+
+int64_t floordiv(int64_t a, int64_t b) {
+  int64_t q = a / b;
+  if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
+  return q;
+}
+
+Dims row_major_strides(const Dims& d) {
+  Dims s(d.size(), 1);
+  for (int i = static_cast<int>(d.size()) - 2; i >= 0; --i) s[i] = s[i + 1] * d[i + 1];
+  return s;
+}
+
+memory::desc plain_md(const Dims& dims) { return memory::desc(dims, memory::data_type::f32, row_major_strides(dims)); }
+
+std::string vec_str(const std::vector<int64_t>& v) { return shape_to_string(v); }
+
+// A reorder with a user-managed scratchpad (so it can run on several threads at once).
+struct Reorder {
+  dnnl::reorder prim;
+  memory::desc scratch_md;
+  size_t scratch = 0;
+  static Reorder make(const dnnl::engine& eng, const memory::desc& from, const memory::desc& to) {
+    dnnl::primitive_attr attr;
+    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    dnnl::reorder::primitive_desc pd(eng, from, eng, to, attr);
+    Reorder r;
+    r.scratch_md = pd.scratchpad_desc();
+    r.scratch = r.scratch_md.get_size();
+    r.prim = dnnl::reorder(pd);
+    return r;
+  }
+};
+
+// Memory for one call: scratch tensors from the context, kept alive until the call ends.
+struct CallScratch {
+  KernelContext& ctx;
+  std::vector<Tensor> held;
+  Result<void*> get(size_t bytes) {
+    BH_ASSIGN_OR_RETURN(Tensor t, ctx.allocate_scratch(DataType::kUInt8, Shape{static_cast<int64_t>(std::max<size_t>(bytes, 1))}));
+    held.push_back(t);
+    return t.raw();
+  }
+};
+
+Status run_reorder(const Reorder& r, dnnl::stream& s, const dnnl::engine& eng, memory& from, memory& to, CallScratch& sc) {
+  std::unordered_map<int, memory> args{{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}};
+  if (r.scratch) {
+    BH_ASSIGN_OR_RETURN(void* p, sc.get(r.scratch));
+    args.emplace(DNNL_ARG_SCRATCHPAD, memory(r.scratch_md, eng, p));
+  }
+  r.prim.execute(s, args);
+  return Status::ok();
+}
+
+// ---------------------------------------------------------------------------------------
+// Attributes and geometry
+
+struct ConvAttrs {
+  std::string auto_pad = "NOTSET";
+  std::vector<int64_t> kernel_shape, strides, dilations, pads, output_padding, output_shape;
+  int64_t group = 1;
+  bool has_pads = false;
+};
+
+ConvAttrs parse_conv_attrs(const ir::Node& n) {
+  ConvAttrs a;
+  a.auto_pad = n.attr_string("auto_pad", "NOTSET");
+  a.kernel_shape = n.attr_ints("kernel_shape");
+  a.strides = n.attr_ints("strides");
+  a.dilations = n.attr_ints("dilations");
+  a.has_pads = n.has_attr("pads");
+  a.pads = n.attr_ints("pads");
+  a.output_padding = n.attr_ints("output_padding");
+  a.output_shape = n.attr_ints("output_shape");
+  a.group = n.attr_int("group", 1);
+  return a;
+}
+
+// Spatial geometry of one call, resolved from the attributes and the input shapes.
+struct Geometry {
+  int nsp = 0;
+  std::vector<int64_t> in, k, s, d, pb, pe, out;
+};
+
+Status resolve_geometry(const ConvAttrs& a, bool transpose, const Shape& x, const Shape& w, const std::string& where,
+                        Geometry* g) {
+  int nsp = static_cast<int>(x.size()) - 2;
+  g->nsp = nsp;
+  g->in.assign(x.begin() + 2, x.end());
+  g->k.assign(w.begin() + 2, w.end());
+  if (!a.kernel_shape.empty()) {
+    if (a.kernel_shape != g->k)
+      return invalid_argument(where + "kernel_shape " + vec_str(a.kernel_shape) + " does not match weight shape " +
+                              shape_to_string(w));
+  }
+  auto fill = [&](const std::vector<int64_t>& v, int64_t def, size_t n, const char* name,
+                  std::vector<int64_t>* out) -> Status {
+    if (v.empty()) {
+      out->assign(n, def);
+      return Status::ok();
+    }
+    if (v.size() != n)
+      return invalid_argument(where + name + " has " + std::to_string(v.size()) + " values, expected " + std::to_string(n));
+    *out = v;
+    return Status::ok();
+  };
+  BH_RETURN_IF_ERROR(fill(a.strides, 1, nsp, "strides", &g->s));
+  BH_RETURN_IF_ERROR(fill(a.dilations, 1, nsp, "dilations", &g->d));
+  std::vector<int64_t> pads;
+  BH_RETURN_IF_ERROR(fill(a.pads, 0, 2 * nsp, "pads", &pads));
+  std::vector<int64_t> opad;
+  BH_RETURN_IF_ERROR(fill(a.output_padding, 0, nsp, "output_padding", &opad));
+  for (int i = 0; i < nsp; ++i) {
+    if (g->s[i] < 1) return invalid_argument(where + "strides must be positive, got " + vec_str(g->s));
+    if (g->d[i] < 1) return invalid_argument(where + "dilations must be positive, got " + vec_str(g->d));
+    if (g->k[i] < 1) return invalid_argument(where + "kernel dimensions must be positive, got " + vec_str(g->k));
+    if (pads[i] < 0 || pads[i + nsp] < 0) return invalid_argument(where + "pads must be non-negative, got " + vec_str(pads));
+  }
+  const std::string& ap = a.auto_pad;
+  if (ap != "NOTSET" && ap != "SAME_UPPER" && ap != "SAME_LOWER" && ap != "VALID")
+    return invalid_argument(where + "unknown auto_pad '" + ap + "'");
+  g->pb.assign(nsp, 0);
+  g->pe.assign(nsp, 0);
+  g->out.assign(nsp, 0);
+  for (int i = 0; i < nsp; ++i) {
+    int64_t dk = (g->k[i] - 1) * g->d[i] + 1;
+    int64_t in = g->in[i], s = g->s[i];
+    if (!transpose) {
+      if (ap == "SAME_UPPER" || ap == "SAME_LOWER") {
+        int64_t out = (in + s - 1) / s;
+        int64_t total = std::max<int64_t>(0, (out - 1) * s + dk - in);
+        g->pb[i] = ap == "SAME_UPPER" ? total / 2 : total - total / 2;
+        g->pe[i] = total - g->pb[i];
+      } else if (ap == "NOTSET") {
+        g->pb[i] = pads[i];
+        g->pe[i] = pads[i + nsp];
+      }
+      int64_t span = in + g->pb[i] + g->pe[i] - dk;
+      if (span < 0)
+        return invalid_argument(where + "kernel " + vec_str(g->k) + " (dilations " + vec_str(g->d) +
+                                ") is larger than the padded input " + shape_to_string(x));
+      g->out[i] = span / s + 1;
+    } else {
+      int64_t natural = s * (in - 1) + opad[i] + dk;
+      bool same = ap == "SAME_UPPER" || ap == "SAME_LOWER";
+      if (!a.output_shape.empty() || (same && !a.has_pads)) {
+        int64_t target;
+        if (!a.output_shape.empty()) {
+          size_t n = a.output_shape.size();
+          if (n != static_cast<size_t>(nsp) && n != static_cast<size_t>(nsp + 2))
+            return invalid_argument(where + "output_shape " + vec_str(a.output_shape) + " does not fit input " +
+                                    shape_to_string(x));
+          target = a.output_shape[n - nsp + i];
+        } else {
+          target = in * s;
+        }
+        int64_t total = natural - target;
+        if (ap == "SAME_UPPER") {
+          g->pb[i] = floordiv(total, 2);
+          g->pe[i] = total - g->pb[i];
+        } else {
+          g->pe[i] = floordiv(total, 2);
+          g->pb[i] = total - g->pe[i];
+        }
+        g->out[i] = target;
+      } else {
+        if (ap == "NOTSET" || same) {
+          g->pb[i] = pads[i];
+          g->pe[i] = pads[i + nsp];
+        }
+        g->out[i] = natural - g->pb[i] - g->pe[i];
+      }
+      if (g->out[i] < 0)
+        return invalid_argument(where + "computed output size " + std::to_string(g->out[i]) + " is negative");
+    }
+  }
+  return Status::ok();
+}
+
+// ---------------------------------------------------------------------------------------
+// Reference loops (float64 and anything oneDNN rejects). Spatial dims are padded to 3.
+
+struct Geo3 {
+  int64_t in[3], k[3], s[3], d[3], pb[3], out[3];
+};
+
+Geo3 to_geo3(const Geometry& g) {
+  Geo3 r;
+  int off = 3 - g.nsp;
+  for (int i = 0; i < 3; ++i) {
+    int j = i - off;
+    bool real = j >= 0;
+    r.in[i] = real ? g.in[j] : 1;
+    r.k[i] = real ? g.k[j] : 1;
+    r.s[i] = real ? g.s[j] : 1;
+    r.d[i] = real ? g.d[j] : 1;
+    r.pb[i] = real ? g.pb[j] : 0;
+    r.out[i] = real ? g.out[j] : 1;
+  }
+  return r;
+}
+
+template <typename T>
+void conv_ref(const T* x, const T* w, const T* b, T* y, int64_t N, int64_t C, int64_t M, int64_t G, const Geo3& g,
+              int threads) {
+  int64_t Cg = C / G, Mg = M / G;
+  int64_t isz = g.in[0] * g.in[1] * g.in[2], osz = g.out[0] * g.out[1] * g.out[2], ksz = g.k[0] * g.k[1] * g.k[2];
+  parallel_for(threads, N * M, 1, [&](int64_t b0, int64_t e0) {
+    for (int64_t nm = b0; nm < e0; ++nm) {
+      int64_t n = nm / M, m = nm % M, grp = m / Mg;
+      T* yp = y + nm * osz;
+      for (int64_t od = 0; od < g.out[0]; ++od)
+        for (int64_t oh = 0; oh < g.out[1]; ++oh)
+          for (int64_t ow = 0; ow < g.out[2]; ++ow) {
+            double acc = b ? static_cast<double>(b[m]) : 0.0;
+            for (int64_t c = 0; c < Cg; ++c) {
+              const T* xp = x + (n * C + grp * Cg + c) * isz;
+              const T* wp = w + (m * Cg + c) * ksz;
+              for (int64_t kd = 0; kd < g.k[0]; ++kd) {
+                int64_t id = od * g.s[0] - g.pb[0] + kd * g.d[0];
+                if (id < 0 || id >= g.in[0]) continue;
+                for (int64_t kh = 0; kh < g.k[1]; ++kh) {
+                  int64_t ih = oh * g.s[1] - g.pb[1] + kh * g.d[1];
+                  if (ih < 0 || ih >= g.in[1]) continue;
+                  for (int64_t kw = 0; kw < g.k[2]; ++kw) {
+                    int64_t iw = ow * g.s[2] - g.pb[2] + kw * g.d[2];
+                    if (iw < 0 || iw >= g.in[2]) continue;
+                    acc += static_cast<double>(xp[(id * g.in[1] + ih) * g.in[2] + iw]) *
+                           static_cast<double>(wp[(kd * g.k[1] + kh) * g.k[2] + kw]);
+                  }
+                }
+              }
+            }
+            yp[(od * g.out[1] + oh) * g.out[2] + ow] = static_cast<T>(acc);
+          }
+    }
+  });
+}
+
+// ConvTranspose: x [N, C, in], w [C, M/G, k], y [N, M, out].
+template <typename T>
+void conv_transpose_ref(const T* x, const T* w, const T* b, T* y, int64_t N, int64_t C, int64_t M, int64_t G,
+                        const Geo3& g, int threads) {
+  int64_t Cg = C / G, Mg = M / G;
+  int64_t isz = g.in[0] * g.in[1] * g.in[2], osz = g.out[0] * g.out[1] * g.out[2], ksz = g.k[0] * g.k[1] * g.k[2];
+  parallel_for(threads, N * M, 1, [&](int64_t b0, int64_t e0) {
+    std::vector<double> acc(static_cast<size_t>(osz));
+    for (int64_t nm = b0; nm < e0; ++nm) {
+      int64_t n = nm / M, m = nm % M, grp = m / Mg, mg = m % Mg;
+      std::fill(acc.begin(), acc.end(), b ? static_cast<double>(b[m]) : 0.0);
+      for (int64_t c = 0; c < Cg; ++c) {
+        const T* xp = x + (n * C + grp * Cg + c) * isz;
+        const T* wp = w + ((grp * Cg + c) * Mg + mg) * ksz;
+        for (int64_t id = 0; id < g.in[0]; ++id)
+          for (int64_t ih = 0; ih < g.in[1]; ++ih)
+            for (int64_t iw = 0; iw < g.in[2]; ++iw) {
+              double xv = static_cast<double>(xp[(id * g.in[1] + ih) * g.in[2] + iw]);
+              for (int64_t kd = 0; kd < g.k[0]; ++kd) {
+                int64_t od = id * g.s[0] - g.pb[0] + kd * g.d[0];
+                if (od < 0 || od >= g.out[0]) continue;
+                for (int64_t kh = 0; kh < g.k[1]; ++kh) {
+                  int64_t oh = ih * g.s[1] - g.pb[1] + kh * g.d[1];
+                  if (oh < 0 || oh >= g.out[1]) continue;
+                  for (int64_t kw = 0; kw < g.k[2]; ++kw) {
+                    int64_t ow = iw * g.s[2] - g.pb[2] + kw * g.d[2];
+                    if (ow < 0 || ow >= g.out[2]) continue;
+                    acc[(od * g.out[1] + oh) * g.out[2] + ow] +=
+                        xv * static_cast<double>(wp[(kd * g.k[1] + kh) * g.k[2] + kw]);
+                  }
+                }
+              }
+            }
+      }
+      T* yp = y + nm * osz;
+      for (int64_t i = 0; i < osz; ++i) yp[i] = static_cast<T>(acc[i]);
+    }
+  });
+}
+
+// ---------------------------------------------------------------------------------------
+// The kernel
+
+class ConvKernel final : public Kernel {
+ public:
+  ConvKernel(ConvAttrs a, bool transpose, Tensor const_w, dnnl::engine eng)
+      : a_(std::move(a)), transpose_(transpose), const_w_(std::move(const_w)), eng_(std::move(eng)) {}
+
+  Status compute(KernelContext& ctx) const override;
+
+ private:
+  struct Plan {
+    bool use_ref = false;
+    std::string why_ref;
+    dnnl::primitive prim;
+    memory::desc user_src, user_dst, user_w, bias_md;
+    memory::desc src_md, dst_md, w_md, scratch_md;
+    bool re_src = false, re_dst = false, re_w = false;
+    Reorder src_re, dst_re, w_re;
+    memory packed_w;  // weights in the primitive's layout (constant weights only)
+    bool has_packed = false;
+  };
+
+  std::shared_ptr<const Plan> plan_for(const Shape& x, const Shape& w, bool has_bias, const Geometry& g, int64_t G) const;
+  Status run_dnnl(KernelContext& ctx, const Plan& p, const Tensor& x, const Tensor& w, const Tensor* b, Tensor& y) const;
+
+  ConvAttrs a_;
+  bool transpose_;
+  Tensor const_w_;
+  dnnl::engine eng_;
+  mutable std::mutex mu_;
+  mutable std::map<std::vector<int64_t>, std::shared_ptr<const Plan>> plans_;
+};
+
+std::shared_ptr<const ConvKernel::Plan> ConvKernel::plan_for(const Shape& x, const Shape& w, bool has_bias,
+                                                             const Geometry& g, int64_t G) const {
+  std::vector<int64_t> key(x.begin(), x.end());
+  key.push_back(-1);
+  key.insert(key.end(), w.begin(), w.end());
+  key.push_back(has_bias ? 1 : 0);
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = plans_.find(key);
+  if (it != plans_.end()) return it->second;
+
+  auto p = std::make_shared<Plan>();
+  try {
+    int nsp = g.nsp;
+    int64_t N = x[0], C = x[1];
+    int64_t M = transpose_ ? w[1] * G : w[0];
+    Dims src_dims(x.begin(), x.end());
+    Dims dst_dims{N, M};
+    dst_dims.insert(dst_dims.end(), g.out.begin(), g.out.end());
+    // Weight dims as oneDNN sees them: [G,] O/G, I/G, k...
+    Dims wdims;
+    if (G > 1) wdims.push_back(G);
+    wdims.push_back(M / G);
+    wdims.push_back(C / G);
+    wdims.insert(wdims.end(), g.k.begin(), g.k.end());
+    Dims wstrides;
+    int64_t ksz = 1;
+    for (int64_t k : g.k) ksz *= k;
+    Dims kstr = row_major_strides(Dims(g.k.begin(), g.k.end()));
+    if (!transpose_) {
+      wstrides = row_major_strides(wdims);
+    } else {
+      // ONNX layout [C, M/G, k] = (G, C/G, M/G, k).
+      int64_t Mg = M / G, Cg = C / G;
+      if (G > 1) wstrides.push_back(Cg * Mg * ksz);
+      wstrides.push_back(ksz);       // o
+      wstrides.push_back(Mg * ksz);  // i
+      wstrides.insert(wstrides.end(), kstr.begin(), kstr.end());
+    }
+    p->user_src = plain_md(src_dims);
+    p->user_dst = plain_md(dst_dims);
+    p->user_w = memory::desc(wdims, memory::data_type::f32, wstrides);
+    p->bias_md = has_bias ? memory::desc({M}, memory::data_type::f32, memory::format_tag::a) : memory::desc();
+    auto any = [](const Dims& d) { return memory::desc(d, memory::data_type::f32, memory::format_tag::any); };
+    Dims strides(g.s.begin(), g.s.end()), dil(nsp), pl(g.pb.begin(), g.pb.end()), pr(nsp);
+    for (int i = 0; i < nsp; ++i) dil[i] = g.d[i] - 1;
+    dnnl::primitive_attr attr;
+    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    if (!transpose_) {
+      for (int i = 0; i < nsp; ++i) pr[i] = g.pe[i];
+      dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
+                                        any(src_dims), any(wdims), p->bias_md, any(dst_dims), strides, dil, pl, pr);
+      dnnl::convolution_forward::primitive_desc pd(d, attr, eng_);
+      p->src_md = pd.src_desc();
+      p->dst_md = pd.dst_desc();
+      p->w_md = pd.weights_desc();
+      p->scratch_md = pd.scratchpad_desc();
+      p->prim = dnnl::convolution_forward(pd);
+    } else {
+      // dst = (in - 1) * s + dk - pl - pr  =>  pr = (in - 1) * s + dk - pl - out
+      for (int i = 0; i < nsp; ++i) {
+        int64_t dk = (g.k[i] - 1) * g.d[i] + 1;
+        pr[i] = (g.in[i] - 1) * g.s[i] + dk - g.pb[i] - g.out[i];
+        if (pr[i] < 0 || pl[i] < 0) {
+          p->use_ref = true;
+          p->why_ref = "negative padding";
+        }
+      }
+      if (!p->use_ref) {
+        dnnl::deconvolution_forward::desc d(dnnl::prop_kind::forward_inference, dnnl::algorithm::deconvolution_direct,
+                                            any(src_dims), any(wdims), p->bias_md, any(dst_dims), strides, dil, pl, pr);
+        dnnl::deconvolution_forward::primitive_desc pd(d, attr, eng_);
+        p->src_md = pd.src_desc();
+        p->dst_md = pd.dst_desc();
+        p->w_md = pd.weights_desc();
+        p->scratch_md = pd.scratchpad_desc();
+        p->prim = dnnl::deconvolution_forward(pd);
+      }
+    }
+    if (!p->use_ref) {
+      p->re_src = p->src_md != p->user_src;
+      p->re_dst = p->dst_md != p->user_dst;
+      p->re_w = p->w_md != p->user_w;
+      if (p->re_src) p->src_re = Reorder::make(eng_, p->user_src, p->src_md);
+      if (p->re_dst) p->dst_re = Reorder::make(eng_, p->dst_md, p->user_dst);
+      if (p->re_w) p->w_re = Reorder::make(eng_, p->user_w, p->w_md);
+      if (const_w_.defined() && p->re_w) {
+        // Pack the constant weights once for this primitive.
+        dnnl::stream s(eng_);
+        memory from(p->user_w, eng_, const_w_.raw());
+        p->packed_w = memory(p->w_md, eng_);
+        std::unordered_map<int, memory> args{{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, p->packed_w}};
+        std::vector<char> scratch(p->w_re.scratch);
+        if (p->w_re.scratch)
+          args.emplace(DNNL_ARG_SCRATCHPAD,
+                       memory(p->w_re.scratch_md, eng_, scratch.data()));
+        p->w_re.prim.execute(s, args);
+        s.wait();
+        p->has_packed = true;
+      }
+    }
+  } catch (const dnnl::error& e) {
+    p->use_ref = true;
+    p->why_ref = e.what();
+  }
+  plans_.emplace(key, p);
+  return p;
+}
+
+Status ConvKernel::run_dnnl(KernelContext& ctx, const Plan& p, const Tensor& x, const Tensor& w, const Tensor* b,
+                            Tensor& y) const {
+  CallScratch sc{ctx, {}};
+  try {
+    dnnl::stream s(eng_);
+    memory usr_src(p.user_src, eng_, x.raw());
+    memory usr_dst(p.user_dst, eng_, y.raw());
+    memory src = usr_src, dst = usr_dst;
+    if (p.re_src) {
+      BH_ASSIGN_OR_RETURN(void* buf, sc.get(p.src_md.get_size()));
+      src = memory(p.src_md, eng_, buf);
+      BH_RETURN_IF_ERROR(run_reorder(p.src_re, s, eng_, usr_src, src, sc));
+    }
+    memory wm;
+    if (p.has_packed) {
+      wm = p.packed_w;
+    } else {
+      memory usr_w(p.user_w, eng_, w.raw());
+      wm = usr_w;
+      if (p.re_w) {
+        BH_ASSIGN_OR_RETURN(void* buf, sc.get(p.w_md.get_size()));
+        wm = memory(p.w_md, eng_, buf);
+        BH_RETURN_IF_ERROR(run_reorder(p.w_re, s, eng_, usr_w, wm, sc));
+      }
+    }
+    if (p.re_dst) {
+      BH_ASSIGN_OR_RETURN(void* buf, sc.get(p.dst_md.get_size()));
+      dst = memory(p.dst_md, eng_, buf);
+    }
+    std::unordered_map<int, memory> args{{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wm}, {DNNL_ARG_DST, dst}};
+    if (b) args.emplace(DNNL_ARG_BIAS, memory(p.bias_md, eng_, b->raw()));
+    size_t ss = p.scratch_md.get_size();
+    if (ss) {
+      BH_ASSIGN_OR_RETURN(void* buf, sc.get(ss));
+      args.emplace(DNNL_ARG_SCRATCHPAD, memory(p.scratch_md, eng_, buf));
+    }
+    p.prim.execute(s, args);
+    if (p.re_dst) BH_RETURN_IF_ERROR(run_reorder(p.dst_re, s, eng_, dst, usr_dst, sc));
+    s.wait();
+  } catch (const dnnl::error& e) {
+    return internal_error(ctx.where() + "oneDNN failed: " + e.what());
+  }
+  return Status::ok();
+}
+
+Status ConvKernel::compute(KernelContext& ctx) const {
+  const std::string where = ctx.where();
+  const Tensor* x = ctx.input(0);
+  const Tensor* w = const_w_.defined() ? &const_w_ : ctx.input(1);
+  const Tensor* b = ctx.input(2);
+  if (!x || !w) return invalid_argument(where + "inputs X and W are required");
+  if (b && !b->defined()) b = nullptr;
+  DataType dt = x->dtype();
+  if (dt != DataType::kFloat32 && dt != DataType::kFloat64) BH_UNSUPPORTED_DTYPE(where, dt);
+  if (w->dtype() != dt || (b && b->dtype() != dt))
+    return invalid_argument(where + "X, W and B must have the same element type, got " + x->describe() + ", " +
+                            w->describe() + (b ? ", " + b->describe() : std::string()));
+  int rank = x->rank();
+  if (rank < 3 || rank > 5)
+    return invalid_argument(where + "X must have rank 3 to 5 (N, C, spatial...), got " + x->describe());
+  if (w->rank() != rank)
+    return invalid_argument(where + "W " + w->describe() + " must have the same rank as X " + x->describe());
+  int64_t G = a_.group;
+  int64_t N = x->dim(0), C = x->dim(1);
+  if (G < 1 || C % G != 0) return invalid_argument(where + "group " + std::to_string(G) + " does not divide channels of X " + x->describe());
+  int64_t M;
+  if (!transpose_) {
+    M = w->dim(0);
+    if (w->dim(1) * G != C)
+      return invalid_argument(where + "W " + w->describe() + " expects " + std::to_string(w->dim(1) * G) +
+                              " input channels, X " + x->describe() + " has " + std::to_string(C));
+    if (M % G != 0)
+      return invalid_argument(where + "group " + std::to_string(G) + " does not divide output channels of W " + w->describe());
+  } else {
+    if (w->dim(0) != C)
+      return invalid_argument(where + "W " + w->describe() + " expects " + std::to_string(w->dim(0)) +
+                              " input channels, X " + x->describe() + " has " + std::to_string(C));
+    M = w->dim(1) * G;
+  }
+  if (b && (b->rank() != 1 || b->dim(0) != M))
+    return invalid_argument(where + "B " + b->describe() + " must be 1-D with " + std::to_string(M) + " elements");
+  Geometry g;
+  BH_RETURN_IF_ERROR(resolve_geometry(a_, transpose_, x->shape(), w->shape(), where, &g));
+  Shape yshape{N, M};
+  yshape.insert(yshape.end(), g.out.begin(), g.out.end());
+  BH_ASSIGN_OR_RETURN(Tensor y, ctx.allocate_output(0, dt, yshape));
+  if (y.numel() == 0) return Status::ok();
+  if (x->numel() == 0 || w->numel() == 0) {
+    // Nothing to accumulate: the output is the bias.
+    for (int64_t i = 0; i < y.numel(); ++i) {
+      int64_t m = (i / (y.numel() / (N * M))) % M;
+      if (dt == DataType::kFloat32) y.data<float>()[i] = b ? b->data<float>()[m] : 0.f;
+      else y.data<double>()[i] = b ? b->data<double>()[m] : 0.0;
+    }
+    return Status::ok();
+  }
+  if (dt == DataType::kFloat32) {
+    auto plan = plan_for(x->shape(), w->shape(), b != nullptr, g, G);
+    if (!plan->use_ref) return run_dnnl(ctx, *plan, *x, *w, b, y);
+  }
+  Geo3 g3 = to_geo3(g);
+  if (dt == DataType::kFloat32) {
+    if (!transpose_)
+      conv_ref<float>(x->data<float>(), w->data<float>(), b ? b->data<float>() : nullptr, y.data<float>(), N, C, M, G, g3,
+                      ctx.threads());
+    else
+      conv_transpose_ref<float>(x->data<float>(), w->data<float>(), b ? b->data<float>() : nullptr, y.data<float>(), N, C,
+                                M, G, g3, ctx.threads());
+  } else {
+    if (!transpose_)
+      conv_ref<double>(x->data<double>(), w->data<double>(), b ? b->data<double>() : nullptr, y.data<double>(), N, C, M,
+                       G, g3, ctx.threads());
+    else
+      conv_transpose_ref<double>(x->data<double>(), w->data<double>(), b ? b->data<double>() : nullptr,
+                                 y.data<double>(), N, C, M, G, g3, ctx.threads());
+  }
+  return Status::ok();
+}
+
+Result<std::unique_ptr<Kernel>> make_conv(const KernelInfo& info, bool transpose) {
+  const ir::Node& n = info.node;
+  if (n.inputs.size() < 2 || n.inputs[0].empty() || n.inputs[1].empty())
+    return invalid_argument(info.where() + "needs inputs X and W");
+  for (size_t i = 0; i < std::min<size_t>(2, info.input_types.size()); ++i) {
+    DataType t = info.input_types[i];
+    if (t != DataType::kUndefined && t != DataType::kFloat32 && t != DataType::kFloat64)
+      return unsupported(info.where() + "unsupported element type " + dtype_name(t));
+  }
+  ConvAttrs a = parse_conv_attrs(n);
+  if (a.group < 1) return invalid_argument(info.where() + "group must be positive, got " + std::to_string(a.group));
+  Tensor cw;
+  if (info.input_is_constant(1) && info.constant_inputs[1].dtype() == DataType::kFloat32 &&
+      info.constant_inputs[1].on_host())
+    cw = info.constant_inputs[1];
+  try {
+    dnnl::engine eng(dnnl::engine::kind::cpu, 0);
+    return std::unique_ptr<Kernel>(std::make_unique<ConvKernel>(std::move(a), transpose, std::move(cw), std::move(eng)));
+  } catch (const dnnl::error& e) {
+    return internal_error(info.where() + "cannot create a oneDNN CPU engine: " + e.what());
+  }
+}
+
+}  // namespace
+
+void register_dnnl_kernels(KernelTable& t) {
+  t.add("Conv", 1, [](const KernelInfo& info) { return make_conv(info, false); });
+  t.add("ConvTranspose", 1, [](const KernelInfo& info) { return make_conv(info, true); });
+  register_dnnl_pool_kernels(t);
+  register_dnnl_gemm_kernels(t);
+}
 
 }  // namespace bulkhead::cpu

@@ -1,0 +1,512 @@
+// oneDNN-backed heavy operators, part 2: pooling and BatchNormalization.
+//
+// MaxPool (without the Indices output) and AveragePool on float32 run on oneDNN's
+// pooling primitive (plain layout, cached per input shape, user-managed scratchpad).
+// Everything else -- Indices, integer types, float64, LpPool, the global pools,
+// BatchNormalization -- runs on plain loops.
+
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "backends/cpu/cpu_kernels.h"
+#include "backends/cpu/cpu_util.h"
+
+namespace bulkhead::cpu {
+
+void register_dnnl_pool_kernels(KernelTable& t);
+
+namespace {
+
+using dnnl::memory;
+using Dims = memory::dims;
+
+enum class PoolKind { kMax, kAvg, kLp };
+
+struct PoolAttrs {
+  PoolKind kind = PoolKind::kMax;
+  std::string auto_pad = "NOTSET";
+  std::vector<int64_t> kernel_shape, strides, dilations, pads;
+  bool ceil_mode = false;
+  bool count_include_pad = false;
+  int64_t storage_order = 0;
+  double p = 2.0;
+};
+
+struct PoolGeo {
+  int nsp = 0;
+  std::vector<int64_t> in, k, s, d, pb, pe, out;
+};
+
+std::string vstr(const std::vector<int64_t>& v) { return shape_to_string(v); }
+
+Status resolve_pool(const PoolAttrs& a, const Shape& x, const std::string& where, PoolGeo* g) {
+  int nsp = static_cast<int>(x.size()) - 2;
+  g->nsp = nsp;
+  g->in.assign(x.begin() + 2, x.end());
+  if (a.kernel_shape.size() != static_cast<size_t>(nsp))
+    return invalid_argument(where + "kernel_shape " + vstr(a.kernel_shape) + " does not match input " + shape_to_string(x));
+  g->k = a.kernel_shape;
+  auto fill = [&](const std::vector<int64_t>& v, int64_t def, size_t n, const char* name,
+                  std::vector<int64_t>* out) -> Status {
+    if (v.empty()) {
+      out->assign(n, def);
+      return Status::ok();
+    }
+    if (v.size() != n)
+      return invalid_argument(where + name + " has " + std::to_string(v.size()) + " values, expected " + std::to_string(n));
+    *out = v;
+    return Status::ok();
+  };
+  std::vector<int64_t> pads;
+  BH_RETURN_IF_ERROR(fill(a.strides, 1, nsp, "strides", &g->s));
+  BH_RETURN_IF_ERROR(fill(a.dilations, 1, nsp, "dilations", &g->d));
+  BH_RETURN_IF_ERROR(fill(a.pads, 0, 2 * nsp, "pads", &pads));
+  const std::string& ap = a.auto_pad;
+  if (ap != "NOTSET" && ap != "SAME_UPPER" && ap != "SAME_LOWER" && ap != "VALID")
+    return invalid_argument(where + "unknown auto_pad '" + ap + "'");
+  g->pb.assign(nsp, 0);
+  g->pe.assign(nsp, 0);
+  g->out.assign(nsp, 0);
+  for (int i = 0; i < nsp; ++i) {
+    if (g->k[i] < 1 || g->s[i] < 1 || g->d[i] < 1)
+      return invalid_argument(where + "kernel_shape, strides and dilations must be positive");
+    if (pads[i] < 0 || pads[i + nsp] < 0) return invalid_argument(where + "pads must be non-negative, got " + vstr(pads));
+    int64_t dk = (g->k[i] - 1) * g->d[i] + 1, in = g->in[i], s = g->s[i];
+    if (ap == "SAME_UPPER" || ap == "SAME_LOWER") {
+      g->out[i] = (in - 1) / s + 1;
+      int64_t total = std::max<int64_t>(0, (g->out[i] - 1) * s + dk - in);
+      g->pb[i] = ap == "SAME_UPPER" ? total / 2 : total - total / 2;
+      g->pe[i] = total - g->pb[i];
+      if (in == 0) g->out[i] = 0;
+    } else {
+      if (ap == "NOTSET") {
+        g->pb[i] = pads[i];
+        g->pe[i] = pads[i + nsp];
+      }
+      int64_t span = in + g->pb[i] + g->pe[i] - dk;
+      if (span < 0)
+        return invalid_argument(where + "kernel " + vstr(g->k) + " (dilations " + vstr(g->d) +
+                                ") is larger than the padded input " + shape_to_string(x));
+      if (a.ceil_mode && ap == "NOTSET") {
+        g->out[i] = (span + s - 1) / s + 1;
+        if ((g->out[i] - 1) * s >= in + g->pb[i]) --g->out[i];
+      } else {
+        g->out[i] = span / s + 1;
+      }
+    }
+  }
+  return Status::ok();
+}
+
+struct Geo3 {
+  int64_t in[3], k[3], s[3], d[3], pb[3], pe[3], out[3];
+};
+
+Geo3 to_geo3(const PoolGeo& g) {
+  Geo3 r;
+  int off = 3 - g.nsp;
+  for (int i = 0; i < 3; ++i) {
+    int j = i - off;
+    bool real = j >= 0;
+    r.in[i] = real ? g.in[j] : 1;
+    r.k[i] = real ? g.k[j] : 1;
+    r.s[i] = real ? g.s[j] : 1;
+    r.d[i] = real ? g.d[j] : 1;
+    r.pb[i] = real ? g.pb[j] : 0;
+    r.pe[i] = real ? g.pe[j] : 0;
+    r.out[i] = real ? g.out[j] : 1;
+  }
+  return r;
+}
+
+// Plain-loop pooling over NC planes. For kAvg with count_include_pad the divisor counts
+// window positions inside the explicitly padded input [-pb, in + pe).
+template <typename T, typename Acc>
+void pool_ref(const PoolAttrs& a, const T* x, T* y, int64_t* indices, int64_t NC, const Geo3& g, int threads) {
+  int64_t isz = g.in[0] * g.in[1] * g.in[2], osz = g.out[0] * g.out[1] * g.out[2];
+  parallel_for(threads, NC, 1, [&](int64_t b0, int64_t e0) {
+    for (int64_t nc = b0; nc < e0; ++nc) {
+      const T* xp = x + nc * isz;
+      T* yp = y + nc * osz;
+      for (int64_t od = 0; od < g.out[0]; ++od)
+        for (int64_t oh = 0; oh < g.out[1]; ++oh)
+          for (int64_t ow = 0; ow < g.out[2]; ++ow) {
+            int64_t o = (od * g.out[1] + oh) * g.out[2] + ow;
+            Acc acc = a.kind == PoolKind::kMax ? static_cast<Acc>(std::numeric_limits<T>::lowest()) : Acc(0);
+            int64_t best = -1, count = 0, padded_count = 0;
+            int64_t start[3] = {od * g.s[0] - g.pb[0], oh * g.s[1] - g.pb[1], ow * g.s[2] - g.pb[2]};
+            for (int64_t kd = 0; kd < g.k[0]; ++kd) {
+              int64_t id = start[0] + kd * g.d[0];
+              if (id < -g.pb[0] || id >= g.in[0] + g.pe[0]) continue;
+              for (int64_t kh = 0; kh < g.k[1]; ++kh) {
+                int64_t ih = start[1] + kh * g.d[1];
+                if (ih < -g.pb[1] || ih >= g.in[1] + g.pe[1]) continue;
+                for (int64_t kw = 0; kw < g.k[2]; ++kw) {
+                  int64_t iw = start[2] + kw * g.d[2];
+                  if (iw < -g.pb[2] || iw >= g.in[2] + g.pe[2]) continue;
+                  ++padded_count;
+                  if (id < 0 || id >= g.in[0] || ih < 0 || ih >= g.in[1] || iw < 0 || iw >= g.in[2]) continue;
+                  int64_t ii = (id * g.in[1] + ih) * g.in[2] + iw;
+                  Acc v = static_cast<Acc>(xp[ii]);
+                  ++count;
+                  if (a.kind == PoolKind::kMax) {
+                    if (best < 0 || v > acc) {
+                      acc = v;
+                      best = a.storage_order == 0 ? ii : id + g.in[0] * (ih + g.in[1] * iw);
+                    }
+                  } else if (a.kind == PoolKind::kAvg) {
+                    acc += v;
+                  } else {
+                    acc += static_cast<Acc>(std::pow(std::abs(static_cast<double>(v)), a.p));
+                  }
+                }
+              }
+            }
+            if (a.kind == PoolKind::kMax) {
+              yp[o] = static_cast<T>(acc);
+              if (indices) indices[nc * osz + o] = best < 0 ? 0 : nc * isz + best;
+            } else if (a.kind == PoolKind::kAvg) {
+              int64_t div = a.count_include_pad ? padded_count : count;
+              yp[o] = div > 0 ? static_cast<T>(acc / static_cast<Acc>(div)) : static_cast<T>(NAN);
+            } else {
+              yp[o] = static_cast<T>(std::pow(static_cast<double>(acc), 1.0 / a.p));
+            }
+          }
+    }
+  });
+}
+
+class PoolKernel final : public Kernel {
+ public:
+  PoolKernel(PoolAttrs a, dnnl::engine eng) : a_(std::move(a)), eng_(std::move(eng)) {}
+  Status compute(KernelContext& ctx) const override;
+
+ private:
+  struct Plan {
+    bool use_ref = false;
+    dnnl::pooling_v2_forward prim;
+    memory::desc src_md, dst_md, scratch_md;
+  };
+  std::shared_ptr<const Plan> plan_for(const Shape& x, const PoolGeo& g) const;
+
+  PoolAttrs a_;
+  dnnl::engine eng_;
+  mutable std::mutex mu_;
+  mutable std::map<Shape, std::shared_ptr<const Plan>> plans_;
+};
+
+Dims row_major(const Dims& d) {
+  Dims s(d.size(), 1);
+  for (int i = static_cast<int>(d.size()) - 2; i >= 0; --i) s[i] = s[i + 1] * d[i + 1];
+  return s;
+}
+
+std::shared_ptr<const PoolKernel::Plan> PoolKernel::plan_for(const Shape& x, const PoolGeo& g) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = plans_.find(x);
+  if (it != plans_.end()) return it->second;
+  auto p = std::make_shared<Plan>();
+  try {
+    int nsp = g.nsp;
+    Dims src(x.begin(), x.end()), dst{x[0], x[1]};
+    dst.insert(dst.end(), g.out.begin(), g.out.end());
+    Dims strides(g.s.begin(), g.s.end()), kernel(g.k.begin(), g.k.end()), dil(nsp), pl(g.pb.begin(), g.pb.end()), pr(nsp);
+    for (int i = 0; i < nsp; ++i) {
+      dil[i] = g.d[i] - 1;
+      int64_t dk = (g.k[i] - 1) * g.d[i] + 1;
+      // Right padding oneDNN needs to produce exactly `out` windows.
+      pr[i] = (g.out[i] - 1) * g.s[i] + dk - g.in[i] - g.pb[i];
+      if (pr[i] < 0) pr[i] = 0;
+      // With count_include_pad, a window reaching past the declared end padding (ceil
+      // mode) divides by fewer elements than oneDNN would: use the loops.
+      if (a_.kind == PoolKind::kAvg && a_.count_include_pad && pr[i] > g.pe[i]) p->use_ref = true;
+    }
+    if (!p->use_ref) {
+      dnnl::algorithm alg = a_.kind == PoolKind::kMax ? dnnl::algorithm::pooling_max
+                            : a_.count_include_pad       ? dnnl::algorithm::pooling_avg_include_padding
+                                                         : dnnl::algorithm::pooling_avg_exclude_padding;
+      p->src_md = memory::desc(src, memory::data_type::f32, row_major(src));
+      p->dst_md = memory::desc(dst, memory::data_type::f32, row_major(dst));
+      dnnl::pooling_v2_forward::desc d(dnnl::prop_kind::forward_inference, alg, p->src_md, p->dst_md, strides, kernel, dil,
+                                       pl, pr);
+      dnnl::primitive_attr attr;
+      attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+      dnnl::pooling_v2_forward::primitive_desc pd(d, attr, eng_);
+      p->scratch_md = pd.scratchpad_desc();
+      p->prim = dnnl::pooling_v2_forward(pd);
+    }
+  } catch (const dnnl::error&) {
+    p->use_ref = true;
+  }
+  plans_.emplace(x, p);
+  return p;
+}
+
+Status PoolKernel::compute(KernelContext& ctx) const {
+  const std::string where = ctx.where();
+  const Tensor* x = ctx.input(0);
+  if (!x) return invalid_argument(where + "input X is required");
+  DataType dt = x->dtype();
+  bool ok_type = dt == DataType::kFloat32 || dt == DataType::kFloat64;
+  if (a_.kind == PoolKind::kMax) ok_type = ok_type || dt == DataType::kInt8 || dt == DataType::kUInt8;
+  if (!ok_type) BH_UNSUPPORTED_DTYPE(where, dt);
+  if (x->rank() < 3 || x->rank() > 5)
+    return invalid_argument(where + "X must have rank 3 to 5 (N, C, spatial...), got " + x->describe());
+  PoolGeo g;
+  BH_RETURN_IF_ERROR(resolve_pool(a_, x->shape(), where, &g));
+  Shape yshape{x->dim(0), x->dim(1)};
+  yshape.insert(yshape.end(), g.out.begin(), g.out.end());
+  BH_ASSIGN_OR_RETURN(Tensor y, ctx.allocate_output(0, dt, yshape));
+  bool want_idx = a_.kind == PoolKind::kMax && ctx.output_wanted(1);
+  Tensor idx;
+  if (want_idx) {
+    BH_ASSIGN_OR_RETURN(idx, ctx.allocate_output(1, DataType::kInt64, yshape));
+  }
+  if (y.numel() == 0) return Status::ok();
+  if (x->numel() == 0) return invalid_argument(where + "empty input " + x->describe() + " gives no pooling windows");
+  if (dt == DataType::kFloat32 && !want_idx && a_.kind != PoolKind::kLp) {
+    auto plan = plan_for(x->shape(), g);
+    if (!plan->use_ref) {
+      try {
+        dnnl::stream s(eng_);
+        std::vector<Tensor> held;
+        std::unordered_map<int, memory> args{{DNNL_ARG_SRC, memory(plan->src_md, eng_, x->raw())},
+                                             {DNNL_ARG_DST, memory(plan->dst_md, eng_, y.raw())}};
+        size_t ss = plan->scratch_md.get_size();
+        if (ss) {
+          BH_ASSIGN_OR_RETURN(Tensor sc, ctx.allocate_scratch(DataType::kUInt8, Shape{static_cast<int64_t>(ss)}));
+          held.push_back(sc);
+          args.emplace(DNNL_ARG_SCRATCHPAD, memory(plan->scratch_md, eng_, sc.raw()));
+        }
+        plan->prim.execute(s, args);
+        s.wait();
+        return Status::ok();
+      } catch (const dnnl::error& e) {
+        return internal_error(where + "oneDNN pooling failed: " + e.what());
+      }
+    }
+  }
+  Geo3 g3 = to_geo3(g);
+  int64_t NC = x->dim(0) * x->dim(1);
+  int64_t* ip = want_idx ? idx.data<int64_t>() : nullptr;
+  int th = ctx.threads();
+  switch (dt) {
+    case DataType::kFloat32: pool_ref<float, float>(a_, x->data<float>(), y.data<float>(), ip, NC, g3, th); break;
+    case DataType::kFloat64: pool_ref<double, double>(a_, x->data<double>(), y.data<double>(), ip, NC, g3, th); break;
+    case DataType::kInt8: pool_ref<int8_t, int32_t>(a_, x->data<int8_t>(), y.data<int8_t>(), ip, NC, g3, th); break;
+    case DataType::kUInt8: pool_ref<uint8_t, int32_t>(a_, x->data<uint8_t>(), y.data<uint8_t>(), ip, NC, g3, th); break;
+    default: BH_UNSUPPORTED_DTYPE(where, dt);
+  }
+  return Status::ok();
+}
+
+Result<std::unique_ptr<Kernel>> make_pool(const KernelInfo& info, PoolKind kind) {
+  const ir::Node& n = info.node;
+  PoolAttrs a;
+  a.kind = kind;
+  a.auto_pad = n.attr_string("auto_pad", "NOTSET");
+  a.kernel_shape = n.attr_ints("kernel_shape");
+  if (a.kernel_shape.empty()) return invalid_argument(info.where() + "attribute kernel_shape is required");
+  a.strides = n.attr_ints("strides");
+  a.dilations = n.attr_ints("dilations");
+  a.pads = n.attr_ints("pads");
+  a.ceil_mode = n.attr_int("ceil_mode", 0) != 0;
+  a.count_include_pad = n.attr_int("count_include_pad", 0) != 0;
+  a.storage_order = n.attr_int("storage_order", 0);
+  if (a.storage_order != 0 && a.storage_order != 1)
+    return invalid_argument(info.where() + "storage_order must be 0 or 1, got " + std::to_string(a.storage_order));
+  a.p = n.attr_float("p", 2.f);
+  if (kind == PoolKind::kLp && !(a.p > 0)) return invalid_argument(info.where() + "p must be positive");
+  try {
+    dnnl::engine eng(dnnl::engine::kind::cpu, 0);
+    return std::unique_ptr<Kernel>(std::make_unique<PoolKernel>(std::move(a), std::move(eng)));
+  } catch (const dnnl::error& e) {
+    return internal_error(info.where() + "cannot create a oneDNN CPU engine: " + e.what());
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// Global pools
+
+template <typename T>
+void global_pool(PoolKind kind, double p, const T* x, T* y, int64_t NC, int64_t sp, int threads) {
+  parallel_for(threads, NC, 4, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) {
+      const T* xp = x + i * sp;
+      if (kind == PoolKind::kMax) {
+        T m = xp[0];
+        for (int64_t j = 1; j < sp; ++j) m = xp[j] > m ? xp[j] : m;
+        y[i] = m;
+      } else if (kind == PoolKind::kAvg) {
+        double s = 0;
+        for (int64_t j = 0; j < sp; ++j) s += xp[j];
+        y[i] = static_cast<T>(s / static_cast<double>(sp));
+      } else {
+        double s = 0;
+        for (int64_t j = 0; j < sp; ++j) s += std::pow(std::abs(static_cast<double>(xp[j])), p);
+        y[i] = static_cast<T>(std::pow(s, 1.0 / p));
+      }
+    }
+  });
+}
+
+Status global_pool_compute(PoolKind kind, double p, KernelContext& ctx) {
+  const std::string where = ctx.where();
+  const Tensor* x = ctx.input(0);
+  if (!x) return invalid_argument(where + "input X is required");
+  if (x->rank() < 2) return invalid_argument(where + "X must have rank >= 2 (N, C, ...), got " + x->describe());
+  DataType dt = x->dtype();
+  if (dt != DataType::kFloat32 && dt != DataType::kFloat64) BH_UNSUPPORTED_DTYPE(where, dt);
+  Shape ys = x->shape();
+  for (size_t i = 2; i < ys.size(); ++i) ys[i] = 1;
+  BH_ASSIGN_OR_RETURN(Tensor y, ctx.allocate_output(0, dt, ys));
+  int64_t NC = x->dim(0) * x->dim(1);
+  if (NC == 0) return Status::ok();
+  int64_t sp = x->numel() / NC;
+  if (sp == 0) return invalid_argument(where + "empty spatial extent in " + x->describe());
+  if (dt == DataType::kFloat32) global_pool<float>(kind, p, x->data<float>(), y.data<float>(), NC, sp, ctx.threads());
+  else global_pool<double>(kind, p, x->data<double>(), y.data<double>(), NC, sp, ctx.threads());
+  return Status::ok();
+}
+
+// ---------------------------------------------------------------------------------------
+// BatchNormalization
+
+template <typename T>
+Status batchnorm_typed(KernelContext& ctx, const Tensor& X, const Tensor& S, const Tensor& B, const Tensor& mean,
+                       const Tensor& var, double eps, double momentum, bool training, int64_t C, int64_t inner) {
+  int64_t N = X.dim(0);
+  BH_ASSIGN_OR_RETURN(Tensor Y, ctx.allocate_output(0, X.dtype(), X.shape()));
+  const T* x = X.data<T>();
+  T* y = Y.data<T>();
+  bool per_elem = S.numel() == C * inner && inner != 1;  // legacy spatial=0
+  int64_t pstride = per_elem ? inner : 0;
+  std::vector<double> bm, bv;  // batch statistics (training)
+  if (training) {
+    bm.assign(C, 0.0);
+    bv.assign(C, 0.0);
+    double cnt = static_cast<double>(N * inner);
+    for (int64_t c = 0; c < C; ++c) {
+      double s = 0;
+      for (int64_t n = 0; n < N; ++n) {
+        const T* xp = x + (n * C + c) * inner;
+        for (int64_t i = 0; i < inner; ++i) s += xp[i];
+      }
+      double m = cnt > 0 ? s / cnt : 0.0, q = 0;
+      for (int64_t n = 0; n < N; ++n) {
+        const T* xp = x + (n * C + c) * inner;
+        for (int64_t i = 0; i < inner; ++i) q += (xp[i] - m) * (xp[i] - m);
+      }
+      bm[c] = m;
+      bv[c] = cnt > 0 ? q / cnt : 0.0;
+    }
+  }
+  const T* sp = S.data<T>();
+  const T* bp = B.data<T>();
+  const T* mp = mean.data<T>();
+  const T* vp = var.data<T>();
+  parallel_for(ctx.threads(), N * C, 1, [&](int64_t b0, int64_t e0) {
+    for (int64_t nc = b0; nc < e0; ++nc) {
+      int64_t c = nc % C;
+      const T* xp = x + nc * inner;
+      T* yp = y + nc * inner;
+      if (!per_elem) {
+        double m = training ? bm[c] : mp[c], v = training ? bv[c] : vp[c];
+        double a = sp[c] / std::sqrt(v + eps), sh = bp[c] - m * a;
+        for (int64_t i = 0; i < inner; ++i) yp[i] = static_cast<T>(xp[i] * a + sh);
+      } else {
+        for (int64_t i = 0; i < inner; ++i) {
+          int64_t k = c * pstride + i;
+          double a = sp[k] / std::sqrt(static_cast<double>(vp[k]) + eps);
+          yp[i] = static_cast<T>((xp[i] - mp[k]) * a + bp[k]);
+        }
+      }
+    }
+  });
+  if (training) {
+    if (ctx.output_wanted(1)) {
+      BH_ASSIGN_OR_RETURN(Tensor rm, ctx.allocate_output(1, X.dtype(), mean.shape()));
+      for (int64_t c = 0; c < C; ++c) rm.data<T>()[c] = static_cast<T>(mp[c] * momentum + bm[c] * (1 - momentum));
+    }
+    if (ctx.output_wanted(2)) {
+      BH_ASSIGN_OR_RETURN(Tensor rv, ctx.allocate_output(2, X.dtype(), var.shape()));
+      for (int64_t c = 0; c < C; ++c) rv.data<T>()[c] = static_cast<T>(vp[c] * momentum + bv[c] * (1 - momentum));
+    }
+    if (ctx.output_wanted(3)) {
+      BH_ASSIGN_OR_RETURN(Tensor o, ctx.allocate_output(3, X.dtype(), mean.shape()));
+      for (int64_t c = 0; c < C; ++c) o.data<T>()[c] = static_cast<T>(bm[c]);
+    }
+    if (ctx.output_wanted(4)) {
+      BH_ASSIGN_OR_RETURN(Tensor o, ctx.allocate_output(4, X.dtype(), var.shape()));
+      for (int64_t c = 0; c < C; ++c) o.data<T>()[c] = static_cast<T>(bv[c]);
+    }
+  }
+  return Status::ok();
+}
+
+Status batchnorm_compute(KernelContext& ctx, double eps, double momentum, bool training_attr, int opset) {
+  const std::string where = ctx.where();
+  const Tensor* X = ctx.input(0);
+  const Tensor* S = ctx.input(1);
+  const Tensor* B = ctx.input(2);
+  const Tensor* mean = ctx.input(3);
+  const Tensor* var = ctx.input(4);
+  if (!X || !S || !B || !mean || !var) return invalid_argument(where + "needs inputs X, scale, B, input_mean, input_var");
+  DataType dt = X->dtype();
+  if (dt != DataType::kFloat32 && dt != DataType::kFloat64) BH_UNSUPPORTED_DTYPE(where, dt);
+  for (const Tensor* t : {S, B, mean, var})
+    if (t->dtype() != dt)
+      return unsupported(where + "mixed element types are not supported: X " + X->describe() + ", parameter " +
+                         t->describe());
+  if (X->rank() < 2) return invalid_argument(where + "X must have rank >= 2 (N, C, ...), got " + X->describe());
+  int64_t C = X->dim(1);
+  int64_t inner = 1;
+  for (int i = 2; i < X->rank(); ++i) inner *= X->dim(i);
+  for (const Tensor* t : {S, B, mean, var})
+    if (t->numel() != C && t->numel() != C * inner)
+      return invalid_argument(where + "parameter " + t->describe() + " does not match " + std::to_string(C) +
+                              " channels of X " + X->describe());
+  if (S->numel() != B->numel() || S->numel() != mean->numel() || S->numel() != var->numel())
+    return invalid_argument(where + "scale, B, mean and var must have the same size");
+  // Training statistics: opset >= 14 via training_mode; older opsets when the optional
+  // statistics outputs are requested.
+  bool training = opset >= 14 ? training_attr : (ctx.output_wanted(1) || ctx.output_wanted(2));
+  if (training && S->numel() != C)
+    return unsupported(where + "training mode with per-element (spatial=0) parameters is not supported");
+  if (dt == DataType::kFloat32)
+    return batchnorm_typed<float>(ctx, *X, *S, *B, *mean, *var, eps, momentum, training, C, inner);
+  return batchnorm_typed<double>(ctx, *X, *S, *B, *mean, *var, eps, momentum, training, C, inner);
+}
+
+}  // namespace
+
+void register_dnnl_pool_kernels(KernelTable& t) {
+  t.add("MaxPool", 1, [](const KernelInfo& info) { return make_pool(info, PoolKind::kMax); });
+  t.add("AveragePool", 1, [](const KernelInfo& info) { return make_pool(info, PoolKind::kAvg); });
+  t.add("LpPool", 1, [](const KernelInfo& info) { return make_pool(info, PoolKind::kLp); });
+  t.add("GlobalAveragePool", 1, [](const KernelInfo&) -> Result<std::unique_ptr<Kernel>> {
+    return make_kernel([](KernelContext& ctx) { return global_pool_compute(PoolKind::kAvg, 1.0, ctx); });
+  });
+  t.add("GlobalMaxPool", 1, [](const KernelInfo&) -> Result<std::unique_ptr<Kernel>> {
+    return make_kernel([](KernelContext& ctx) { return global_pool_compute(PoolKind::kMax, 1.0, ctx); });
+  });
+  t.add("BatchNormalization", 1, [](const KernelInfo& info) -> Result<std::unique_ptr<Kernel>> {
+    const ir::Node& n = info.node;
+    if (n.inputs.size() < 5) return invalid_argument(info.where() + "needs inputs X, scale, B, input_mean, input_var");
+    double eps = n.attr_float("epsilon", 1e-5f);
+    double momentum = n.attr_float("momentum", 0.9f);
+    bool training = n.attr_int("training_mode", 0) != 0;
+    int opset = n.opset;
+    return make_kernel([=](KernelContext& ctx) { return batchnorm_compute(ctx, eps, momentum, training, opset); });
+  });
+}
+
+}  // namespace bulkhead::cpu
