@@ -1,7 +1,906 @@
+// Miscellaneous CPU kernels: CumSum, TopK, Einsum, SwiGLU, RotaryEmbedding, Attention.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <memory>
+#include <numeric>
+#include <string>
+#include <type_traits>
+#include <vector>
+
 #include "backends/cpu/cpu_kernels.h"
+#include "backends/cpu/cpu_util.h"
+#include "backends/cpu/kernels/reduction_util.h"
 
 namespace bulkhead::cpu {
+namespace {
 
-void register_misc_kernels(KernelTable& t) { (void)t; }
+using redutil::from_float32;
+using redutil::is_half;
+using redutil::to_float32;
+
+int64_t prod_range(const Shape& s, int b, int e) {
+  int64_t p = 1;
+  for (int i = b; i < e; ++i) p *= s[i];
+  return p;
+}
+
+Result<const Tensor*> required_input(KernelContext& ctx, int i, const char* what) {
+  const Tensor* t = ctx.input(i);
+  if (!t) return invalid_argument(ctx.where() + "missing required input " + std::to_string(i) + " (" + what + ")");
+  if (!t->raw() && t->numel() > 0)
+    return invalid_argument(ctx.where() + "input " + std::to_string(i) + " (" + what + ") is not in host memory");
+  return t;
+}
+
+// Reads a one-element integer tensor (axis, k).
+Result<int64_t> read_scalar_int(KernelContext& ctx, const Tensor& t, const char* what) {
+  if (t.dtype() != DataType::kInt64 && t.dtype() != DataType::kInt32)
+    return invalid_argument(ctx.where() + what + " must be int32 or int64, got " + dtype_name(t.dtype()));
+  if (t.numel() != 1)
+    return invalid_argument(ctx.where() + what + " must hold exactly one value, got shape " + shape_to_string(t.shape()));
+  return read_int_tensor(t)[0];
+}
+
+// =====================================================================================
+// CumSum
+// =====================================================================================
+
+template <typename T>
+void cumsum(const T* x, T* y, int64_t outer, int64_t K, int64_t inner, bool exclusive, bool reverse) {
+  std::vector<T> acc(static_cast<size_t>(inner));
+  for (int64_t o = 0; o < outer; ++o) {
+    std::fill(acc.begin(), acc.end(), T(0));
+    for (int64_t kk = 0; kk < K; ++kk) {
+      int64_t k = reverse ? K - 1 - kk : kk;
+      const T* xr = x + (o * K + k) * inner;
+      T* yr = y + (o * K + k) * inner;
+      if (exclusive) {
+        for (int64_t i = 0; i < inner; ++i) {
+          yr[i] = acc[i];
+          acc[i] += xr[i];
+        }
+      } else {
+        for (int64_t i = 0; i < inner; ++i) {
+          acc[i] += xr[i];
+          yr[i] = acc[i];
+        }
+      }
+    }
+  }
+}
+
+class CumSumKernel final : public Kernel {
+ public:
+  CumSumKernel(bool exclusive, bool reverse) : exclusive_(exclusive), reverse_(reverse) {}
+
+  Status compute(KernelContext& ctx) const override {
+    BH_ASSIGN_OR_RETURN(const Tensor* xp, required_input(ctx, 0, "x"));
+    BH_ASSIGN_OR_RETURN(const Tensor* ap, required_input(ctx, 1, "axis"));
+    const Tensor& x = *xp;
+    BH_ASSIGN_OR_RETURN(int64_t a, read_scalar_int(ctx, *ap, "axis"));
+    int r = x.rank();
+    if (r == 0) return invalid_argument(ctx.where() + "input must have rank >= 1");
+    BH_ASSIGN_OR_RETURN(int axis, normalize_axis(a, r, ctx.where()));
+    int64_t outer = prod_range(x.shape(), 0, axis), K = x.shape()[axis], inner = prod_range(x.shape(), axis + 1, r);
+    DataType dt = x.dtype();
+    BH_ASSIGN_OR_RETURN(Tensor y, ctx.allocate_output(0, dt, x.shape()));
+    if (x.numel() == 0) return Status::ok();
+    bool ex = exclusive_, rv = reverse_;
+    switch (dt) {
+      case DataType::kFloat32: cumsum<float>(x.data<float>(), y.data<float>(), outer, K, inner, ex, rv); break;
+      case DataType::kFloat64: cumsum<double>(x.data<double>(), y.data<double>(), outer, K, inner, ex, rv); break;
+      case DataType::kInt32: cumsum<int32_t>(x.data<int32_t>(), y.data<int32_t>(), outer, K, inner, ex, rv); break;
+      case DataType::kInt64: cumsum<int64_t>(x.data<int64_t>(), y.data<int64_t>(), outer, K, inner, ex, rv); break;
+      case DataType::kUInt32: cumsum<uint32_t>(x.data<uint32_t>(), y.data<uint32_t>(), outer, K, inner, ex, rv); break;
+      case DataType::kUInt64: cumsum<uint64_t>(x.data<uint64_t>(), y.data<uint64_t>(), outer, K, inner, ex, rv); break;
+      case DataType::kFloat16:
+      case DataType::kBFloat16: {
+        Tensor f = to_float32(x);
+        std::vector<float> out(static_cast<size_t>(x.numel()));
+        cumsum<float>(f.data<float>(), out.data(), outer, K, inner, ex, rv);
+        from_float32(out.data(), y);
+        break;
+      }
+      default:
+        BH_UNSUPPORTED_DTYPE(ctx.where(), dt);
+    }
+    return Status::ok();
+  }
+
+ private:
+  bool exclusive_, reverse_;
+};
+
+// =====================================================================================
+// TopK
+// =====================================================================================
+
+template <typename T>
+void topk(const T* x, T* vals, int64_t* idx, int64_t outer, int64_t K, int64_t inner, int64_t k, bool largest,
+          int threads) {
+  parallel_for(threads, outer * inner, std::max<int64_t>(1, 4096 / std::max<int64_t>(K, 1)), [&](int64_t b, int64_t e) {
+    std::vector<int64_t> order(static_cast<size_t>(K));
+    for (int64_t s = b; s < e; ++s) {
+      int64_t o = s / inner, i = s % inner;
+      const T* xs = x + o * K * inner + i;
+      std::iota(order.begin(), order.end(), int64_t{0});
+      // Ties keep the lower index first; NaN sorts as the largest value.
+      auto before = [&](int64_t a, int64_t c) {
+        T va = xs[a * inner], vc = xs[c * inner];
+        if constexpr (std::is_floating_point_v<T>) {
+          bool na = va != va, nc = vc != vc;
+          if (na || nc) {
+            if (na && nc) return a < c;
+            return largest ? na : nc;
+          }
+        }
+        if (va != vc) return largest ? va > vc : va < vc;
+        return a < c;
+      };
+      std::partial_sort(order.begin(), order.begin() + k, order.end(), before);
+      for (int64_t j = 0; j < k; ++j) {
+        vals[(o * k + j) * inner + i] = xs[order[j] * inner];
+        idx[(o * k + j) * inner + i] = order[j];
+      }
+    }
+  });
+}
+
+class TopKKernel final : public Kernel {
+ public:
+  TopKKernel(int64_t axis, int64_t attr_k, bool k_input, bool largest)
+      : axis_(axis), attr_k_(attr_k), k_input_(k_input), largest_(largest) {}
+
+  Status compute(KernelContext& ctx) const override {
+    BH_ASSIGN_OR_RETURN(const Tensor* xp, required_input(ctx, 0, "X"));
+    const Tensor& x = *xp;
+    int64_t k = attr_k_;
+    if (k_input_) {
+      BH_ASSIGN_OR_RETURN(const Tensor* kp, required_input(ctx, 1, "K"));
+      BH_ASSIGN_OR_RETURN(k, read_scalar_int(ctx, *kp, "K"));
+    }
+    int r = x.rank();
+    if (r == 0) return invalid_argument(ctx.where() + "input must have rank >= 1");
+    BH_ASSIGN_OR_RETURN(int axis, normalize_axis(axis_, r, ctx.where()));
+    int64_t K = x.shape()[axis];
+    if (k < 0 || k > K)
+      return invalid_argument(ctx.where() + "k = " + std::to_string(k) + " is out of range for axis of size " + std::to_string(K));
+    int64_t outer = prod_range(x.shape(), 0, axis), inner = prod_range(x.shape(), axis + 1, r);
+    Shape os = x.shape();
+    os[axis] = k;
+    DataType dt = x.dtype();
+    BH_ASSIGN_OR_RETURN(Tensor v, ctx.allocate_output(0, dt, os));
+    BH_ASSIGN_OR_RETURN(Tensor ix, ctx.allocate_output(1, DataType::kInt64, os));
+    if (shape_numel(os) == 0) return Status::ok();
+    int64_t* ip = ix.data<int64_t>();
+    int th = ctx.threads();
+    switch (dt) {
+      case DataType::kFloat32: topk<float>(x.data<float>(), v.data<float>(), ip, outer, K, inner, k, largest_, th); break;
+      case DataType::kFloat64: topk<double>(x.data<double>(), v.data<double>(), ip, outer, K, inner, k, largest_, th); break;
+      case DataType::kInt8: topk<int8_t>(x.data<int8_t>(), v.data<int8_t>(), ip, outer, K, inner, k, largest_, th); break;
+      case DataType::kUInt8: topk<uint8_t>(x.data<uint8_t>(), v.data<uint8_t>(), ip, outer, K, inner, k, largest_, th); break;
+      case DataType::kInt16: topk<int16_t>(x.data<int16_t>(), v.data<int16_t>(), ip, outer, K, inner, k, largest_, th); break;
+      case DataType::kUInt16: topk<uint16_t>(x.data<uint16_t>(), v.data<uint16_t>(), ip, outer, K, inner, k, largest_, th); break;
+      case DataType::kInt32: topk<int32_t>(x.data<int32_t>(), v.data<int32_t>(), ip, outer, K, inner, k, largest_, th); break;
+      case DataType::kUInt32: topk<uint32_t>(x.data<uint32_t>(), v.data<uint32_t>(), ip, outer, K, inner, k, largest_, th); break;
+      case DataType::kInt64: topk<int64_t>(x.data<int64_t>(), v.data<int64_t>(), ip, outer, K, inner, k, largest_, th); break;
+      case DataType::kUInt64: topk<uint64_t>(x.data<uint64_t>(), v.data<uint64_t>(), ip, outer, K, inner, k, largest_, th); break;
+      case DataType::kFloat16:
+      case DataType::kBFloat16: {
+        Tensor f = to_float32(x);
+        std::vector<float> out(static_cast<size_t>(shape_numel(os)));
+        topk<float>(f.data<float>(), out.data(), ip, outer, K, inner, k, largest_, th);
+        from_float32(out.data(), v);
+        break;
+      }
+      default:
+        BH_UNSUPPORTED_DTYPE(ctx.where(), dt);
+    }
+    return Status::ok();
+  }
+
+ private:
+  int64_t axis_;
+  int64_t attr_k_;
+  bool k_input_;
+  bool largest_;
+};
+
+// =====================================================================================
+// Einsum
+// =====================================================================================
+
+// Labels: letters map to 0..51; ellipsis dims to kEll + position (right-aligned).
+constexpr int kEll = 64;
+
+struct EinsumPlan {
+  std::vector<std::vector<int>> in_labels;  // per operand, per dim
+  std::vector<int> out_labels;
+};
+
+Result<EinsumPlan> parse_einsum(const std::string& eq_raw, const std::vector<int>& ranks, const std::string& where) {
+  std::string eq;
+  for (char c : eq_raw)
+    if (c != ' ' && c != '\t') eq.push_back(c);
+  std::string lhs = eq, rhs;
+  bool explicit_out = false;
+  if (auto p = eq.find("->"); p != std::string::npos) {
+    lhs = eq.substr(0, p);
+    rhs = eq.substr(p + 2);
+    explicit_out = true;
+  }
+  std::vector<std::string> terms;
+  {
+    size_t b = 0;
+    while (true) {
+      size_t c = lhs.find(',', b);
+      terms.push_back(lhs.substr(b, c == std::string::npos ? std::string::npos : c - b));
+      if (c == std::string::npos) break;
+      b = c + 1;
+    }
+  }
+  if (terms.size() != ranks.size())
+    return invalid_argument(where + "equation '" + eq_raw + "' names " + std::to_string(terms.size()) + " operands but " +
+                            std::to_string(ranks.size()) + " inputs were given");
+  auto letter = [](char c) -> int {
+    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
+    if (c >= 'A' && c <= 'Z') return c - 'A';
+    return -1;
+  };
+  EinsumPlan plan;
+  int max_ell = 0;
+  std::vector<int> counts(52, 0);
+  for (size_t t = 0; t < terms.size(); ++t) {
+    const std::string& s = terms[t];
+    std::vector<int> letters_before, letters_after;
+    bool has_ell = false;
+    for (size_t i = 0; i < s.size(); ++i) {
+      if (s.compare(i, 3, "...") == 0) {
+        if (has_ell) return invalid_argument(where + "equation '" + eq_raw + "' has two ellipses in one operand");
+        has_ell = true;
+        i += 2;
+        continue;
+      }
+      int l = letter(s[i]);
+      if (l < 0) return invalid_argument(where + "equation '" + eq_raw + "' has invalid character '" + s[i] + "'");
+      (has_ell ? letters_after : letters_before).push_back(l);
+      counts[l]++;
+    }
+    int nl = static_cast<int>(letters_before.size() + letters_after.size());
+    int ell = ranks[t] - nl;
+    if (ell < 0 || (!has_ell && ell != 0))
+      return invalid_argument(where + "operand " + std::to_string(t) + " has rank " + std::to_string(ranks[t]) +
+                              " but equation term '" + s + "' names " + std::to_string(nl) + " dimensions");
+    max_ell = std::max(max_ell, ell);
+    std::vector<int> labels = letters_before;
+    for (int e = 0; e < ell; ++e) labels.push_back(-1 - e);  // placeholder: fixed below
+    labels.insert(labels.end(), letters_after.begin(), letters_after.end());
+    plan.in_labels.push_back(labels);
+  }
+  // Right-align ellipsis dims: operand with `ell` dims gets kEll + (max_ell - ell) ...
+  for (size_t t = 0; t < terms.size(); ++t) {
+    int ell = 0;
+    for (int l : plan.in_labels[t])
+      if (l < 0) ++ell;
+    for (int& l : plan.in_labels[t])
+      if (l < 0) l = kEll + (max_ell - ell) + (-1 - l);
+  }
+  if (explicit_out) {
+    bool has_ell = false;
+    for (size_t i = 0; i < rhs.size(); ++i) {
+      if (rhs.compare(i, 3, "...") == 0) {
+        has_ell = true;
+        for (int e = 0; e < max_ell; ++e) plan.out_labels.push_back(kEll + e);
+        i += 2;
+        continue;
+      }
+      int l = letter(rhs[i]);
+      if (l < 0) return invalid_argument(where + "equation '" + eq_raw + "' has invalid output character '" + rhs[i] + "'");
+      if (counts[l] == 0) return invalid_argument(where + "output label '" + rhs[i] + "' does not appear in any input");
+      if (std::find(plan.out_labels.begin(), plan.out_labels.end(), l) != plan.out_labels.end())
+        return invalid_argument(where + "output label '" + rhs[i] + "' appears twice");
+      plan.out_labels.push_back(l);
+    }
+    (void)has_ell;  // ellipsis dims left out of an explicit output are summed over
+  } else {
+    for (int e = 0; e < max_ell; ++e) plan.out_labels.push_back(kEll + e);
+    for (int l = 0; l < 52; ++l)
+      if (counts[l] == 1) plan.out_labels.push_back(l);
+  }
+  return plan;
+}
+
+template <typename T>
+void einsum_run(const std::vector<const T*>& ops, const std::vector<std::vector<int64_t>>& out_strides,
+                const std::vector<std::vector<int64_t>>& sum_strides, const Shape& out_dims, const Shape& sum_dims, T* y,
+                int threads) {
+  int64_t nout = shape_numel(out_dims), nsum = shape_numel(sum_dims);
+  size_t nops = ops.size();
+  int ro = static_cast<int>(out_dims.size()), rs = static_cast<int>(sum_dims.size());
+  int64_t inner = rs ? sum_dims[rs - 1] : 1;
+  int64_t nsum_outer = inner ? nsum / inner : 0;
+  parallel_for(threads, nout, std::max<int64_t>(1, 4096 / std::max<int64_t>(nsum, 1)), [&](int64_t b, int64_t e) {
+    std::vector<int64_t> oidx(ro), sidx(rs), base(nops), off(nops);
+    for (int64_t o = b; o < e; ++o) {
+      int64_t rem = o;
+      for (int d = ro - 1; d >= 0; --d) {
+        oidx[d] = rem % out_dims[d];
+        rem /= out_dims[d];
+      }
+      for (size_t k = 0; k < nops; ++k) {
+        base[k] = 0;
+        for (int d = 0; d < ro; ++d) base[k] += oidx[d] * out_strides[k][d];
+      }
+      T acc = 0;
+      if (nsum == 0) {
+        y[o] = acc;
+        continue;
+      }
+      std::fill(sidx.begin(), sidx.end(), 0);
+      for (int64_t so = 0; so < nsum_outer; ++so) {
+        for (size_t k = 0; k < nops; ++k) {
+          off[k] = base[k];
+          for (int d = 0; d < rs - 1; ++d) off[k] += sidx[d] * sum_strides[k][d];
+        }
+        if (nops == 1) {
+          int64_t st = rs ? sum_strides[0][rs - 1] : 0;
+          for (int64_t i = 0; i < inner; ++i) acc += ops[0][off[0] + i * st];
+        } else if (nops == 2) {
+          int64_t s0 = rs ? sum_strides[0][rs - 1] : 0, s1 = rs ? sum_strides[1][rs - 1] : 0;
+          for (int64_t i = 0; i < inner; ++i) acc += ops[0][off[0] + i * s0] * ops[1][off[1] + i * s1];
+        } else {
+          for (int64_t i = 0; i < inner; ++i) {
+            T p = 1;
+            for (size_t k = 0; k < nops; ++k) p *= ops[k][off[k] + i * (rs ? sum_strides[k][rs - 1] : 0)];
+            acc += p;
+          }
+        }
+        for (int d = rs - 2; d >= 0; --d) {
+          if (++sidx[d] < sum_dims[d]) break;
+          sidx[d] = 0;
+        }
+      }
+      y[o] = acc;
+    }
+  });
+}
+
+class EinsumKernel final : public Kernel {
+ public:
+  explicit EinsumKernel(std::string eq) : eq_(std::move(eq)) {}
+
+  Status compute(KernelContext& ctx) const override {
+    int n = ctx.num_inputs();
+    if (n < 1) return invalid_argument(ctx.where() + "needs at least one input");
+    std::vector<const Tensor*> ins;
+    std::vector<int> ranks;
+    for (int i = 0; i < n; ++i) {
+      BH_ASSIGN_OR_RETURN(const Tensor* t, required_input(ctx, i, "Inputs"));
+      if (!ins.empty() && t->dtype() != ins[0]->dtype())
+        return invalid_argument(ctx.where() + "inputs have different element types");
+      ins.push_back(t);
+      ranks.push_back(t->rank());
+    }
+    BH_ASSIGN_OR_RETURN(EinsumPlan plan, parse_einsum(eq_, ranks, ctx.where()));
+    // Sizes per label.
+    std::vector<int64_t> size(kEll + 64, -1);
+    for (int k = 0; k < n; ++k)
+      for (int d = 0; d < ranks[k]; ++d) {
+        int l = plan.in_labels[k][d];
+        int64_t s = ins[k]->shape()[d];
+        if (size[l] < 0 || size[l] == 1) size[l] = s;
+        else if (s != size[l] && !(l >= kEll && s == 1))
+          return invalid_argument(ctx.where() + "dimension " + std::to_string(d) + " of input " + std::to_string(k) +
+                                  " has size " + std::to_string(s) + " but the same label elsewhere has " +
+                                  std::to_string(size[l]));
+      }
+    std::vector<int> sum_labels;
+    for (int l = 0; l < kEll + 64; ++l) {
+      if (size[l] < 0) continue;
+      if (std::find(plan.out_labels.begin(), plan.out_labels.end(), l) == plan.out_labels.end()) sum_labels.push_back(l);
+    }
+    Shape out_dims, sum_dims;
+    for (int l : plan.out_labels) out_dims.push_back(size[l] < 0 ? 1 : size[l]);
+    for (int l : sum_labels) sum_dims.push_back(size[l]);
+    auto strides_for = [&](int k, const std::vector<int>& labels) {
+      auto st = strides_of(ins[k]->shape());
+      std::vector<int64_t> r(labels.size(), 0);
+      for (size_t j = 0; j < labels.size(); ++j)
+        for (int d = 0; d < ranks[k]; ++d)
+          if (plan.in_labels[k][d] == labels[j] && ins[k]->shape()[d] != 1) r[j] += st[d];
+      return r;
+    };
+    std::vector<std::vector<int64_t>> ost, sst;
+    for (int k = 0; k < n; ++k) {
+      ost.push_back(strides_for(k, plan.out_labels));
+      sst.push_back(strides_for(k, sum_labels));
+    }
+    DataType dt = ins[0]->dtype();
+    BH_ASSIGN_OR_RETURN(Tensor y, ctx.allocate_output(0, dt, out_dims));
+    if (y.numel() == 0) return Status::ok();
+    int th = ctx.threads();
+    auto go = [&](auto tag, const std::vector<Tensor>& srcs, void* out) {
+      using T = decltype(tag);
+      std::vector<const T*> ops;
+      for (const Tensor& s : srcs) ops.push_back(s.data<T>());
+      einsum_run<T>(ops, ost, sst, out_dims, sum_dims, static_cast<T*>(out), th);
+    };
+    std::vector<Tensor> srcs;
+    for (const Tensor* t : ins) srcs.push_back(*t);
+    switch (dt) {
+      case DataType::kFloat32: go(float{}, srcs, y.raw()); break;
+      case DataType::kFloat64: go(double{}, srcs, y.raw()); break;
+      case DataType::kInt32: go(int32_t{}, srcs, y.raw()); break;
+      case DataType::kInt64: go(int64_t{}, srcs, y.raw()); break;
+      case DataType::kUInt32: go(uint32_t{}, srcs, y.raw()); break;
+      case DataType::kUInt64: go(uint64_t{}, srcs, y.raw()); break;
+      case DataType::kFloat16:
+      case DataType::kBFloat16: {
+        std::vector<Tensor> fs;
+        for (const Tensor* t : ins) fs.push_back(to_float32(*t));
+        std::vector<float> out(static_cast<size_t>(y.numel()));
+        go(float{}, fs, out.data());
+        from_float32(out.data(), y);
+        break;
+      }
+      default:
+        BH_UNSUPPORTED_DTYPE(ctx.where(), dt);
+    }
+    return Status::ok();
+  }
+
+ private:
+  std::string eq_;
+};
+
+// =====================================================================================
+// SwiGLU: Y = A * sigmoid(alpha * A) * B
+// =====================================================================================
+
+class SwiGluKernel final : public Kernel {
+ public:
+  explicit SwiGluKernel(float alpha) : alpha_(alpha) {}
+
+  template <typename T>
+  void run(const T* a, const T* b, T* y, int64_t n, int threads) const {
+    T al = static_cast<T>(alpha_);
+    parallel_for(threads, n, 16384, [&](int64_t s, int64_t e) {
+      for (int64_t i = s; i < e; ++i) y[i] = a[i] / (T(1) + redutil::exp_ps(-al * a[i])) * b[i];
+    });
+  }
+
+  Status compute(KernelContext& ctx) const override {
+    BH_ASSIGN_OR_RETURN(const Tensor* ap, required_input(ctx, 0, "A"));
+    BH_ASSIGN_OR_RETURN(const Tensor* bp, required_input(ctx, 1, "B"));
+    if (ap->shape() != bp->shape() || ap->dtype() != bp->dtype())
+      return invalid_argument(ctx.where() + "A " + ap->describe() + " and B " + bp->describe() +
+                              " must have the same shape and element type");
+    DataType dt = ap->dtype();
+    BH_ASSIGN_OR_RETURN(Tensor y, ctx.allocate_output(0, dt, ap->shape()));
+    int64_t n = ap->numel();
+    if (n == 0) return Status::ok();
+    switch (dt) {
+      case DataType::kFloat32: run<float>(ap->data<float>(), bp->data<float>(), y.data<float>(), n, ctx.threads()); break;
+      case DataType::kFloat64: run<double>(ap->data<double>(), bp->data<double>(), y.data<double>(), n, ctx.threads()); break;
+      case DataType::kFloat16:
+      case DataType::kBFloat16: {
+        Tensor a = to_float32(*ap), b = to_float32(*bp);
+        std::vector<float> out(static_cast<size_t>(n));
+        run<float>(a.data<float>(), b.data<float>(), out.data(), n, ctx.threads());
+        from_float32(out.data(), y);
+        break;
+      }
+      default:
+        BH_UNSUPPORTED_DTYPE(ctx.where(), dt);
+    }
+    return Status::ok();
+  }
+
+ private:
+  float alpha_;
+};
+
+// =====================================================================================
+// RotaryEmbedding (opset 23)
+// =====================================================================================
+
+class RotaryKernel final : public Kernel {
+ public:
+  RotaryKernel(bool interleaved, int64_t rot_dim, int64_t num_heads)
+      : interleaved_(interleaved), rot_dim_(rot_dim), num_heads_(num_heads) {}
+
+  Status compute(KernelContext& ctx) const override {
+    BH_ASSIGN_OR_RETURN(const Tensor* xp, required_input(ctx, 0, "X"));
+    BH_ASSIGN_OR_RETURN(const Tensor* cp, required_input(ctx, 1, "cos_cache"));
+    BH_ASSIGN_OR_RETURN(const Tensor* sp, required_input(ctx, 2, "sin_cache"));
+    const Tensor* pp = ctx.input(3);
+    const Tensor& x = *xp;
+    DataType dt = x.dtype();
+    if (!dtype_is_float(dt)) BH_UNSUPPORTED_DTYPE(ctx.where(), dt);
+    if (cp->dtype() != dt || sp->dtype() != dt)
+      return invalid_argument(ctx.where() + "cos_cache and sin_cache must have the input's element type");
+    int64_t B, S, H, D;
+    bool four = x.rank() == 4;
+    if (four) {
+      B = x.shape()[0];
+      H = x.shape()[1];
+      S = x.shape()[2];
+      D = x.shape()[3];
+    } else if (x.rank() == 3) {
+      if (num_heads_ <= 0) return invalid_argument(ctx.where() + "num_heads is required for 3-D input");
+      B = x.shape()[0];
+      S = x.shape()[1];
+      H = num_heads_;
+      if (x.shape()[2] % H != 0)
+        return invalid_argument(ctx.where() + "hidden size " + std::to_string(x.shape()[2]) + " is not divisible by num_heads " +
+                                std::to_string(H));
+      D = x.shape()[2] / H;
+    } else {
+      return invalid_argument(ctx.where() + "input must be 3-D or 4-D, got " + shape_to_string(x.shape()));
+    }
+    int64_t rot = rot_dim_ > 0 ? rot_dim_ : D;
+    if (rot > D || rot % 2 != 0)
+      return invalid_argument(ctx.where() + "rotary_embedding_dim " + std::to_string(rot) + " is invalid for head size " +
+                              std::to_string(D));
+    int64_t half = rot / 2;
+    std::vector<int64_t> pos;
+    int64_t max_pos = 0;
+    if (pp) {
+      if (pp->rank() != 2 || pp->shape()[0] != B || pp->shape()[1] != S)
+        return invalid_argument(ctx.where() + "position_ids must have shape [" + std::to_string(B) + "," + std::to_string(S) +
+                                "], got " + shape_to_string(pp->shape()));
+      if (pp->dtype() != DataType::kInt64 && pp->dtype() != DataType::kInt32)
+        return invalid_argument(ctx.where() + "position_ids must be int64");
+      pos = read_int_tensor(*pp);
+      if (cp->rank() != 2 || sp->shape() != cp->shape() || cp->shape()[1] != half)
+        return invalid_argument(ctx.where() + "cos_cache/sin_cache must have shape [max_position, " + std::to_string(half) +
+                                "], got " + shape_to_string(cp->shape()) + " and " + shape_to_string(sp->shape()));
+      max_pos = cp->shape()[0];
+      for (int64_t p : pos)
+        if (p < 0 || p >= max_pos)
+          return invalid_argument(ctx.where() + "position id " + std::to_string(p) + " is out of range [0, " +
+                                  std::to_string(max_pos) + ")");
+    } else {
+      if (cp->rank() != 3 || sp->shape() != cp->shape() || cp->shape()[0] != B || cp->shape()[1] != S ||
+          cp->shape()[2] != half)
+        return invalid_argument(ctx.where() + "without position_ids, cos_cache/sin_cache must have shape [" +
+                                std::to_string(B) + "," + std::to_string(S) + "," + std::to_string(half) + "], got " +
+                                shape_to_string(cp->shape()));
+    }
+    Tensor xf = to_float32(x), cf = to_float32(*cp), sf = to_float32(*sp);
+    const float* xd = xf.data<float>();
+    const float* cd = cf.data<float>();
+    const float* sd = sf.data<float>();
+    std::vector<float> out(static_cast<size_t>(x.numel()));
+    for (int64_t b = 0; b < B; ++b)
+      for (int64_t s = 0; s < S; ++s) {
+        int64_t crow = pp ? pos[b * S + s] : b * S + s;
+        const float* c = cd + crow * half;
+        const float* sn = sd + crow * half;
+        for (int64_t h = 0; h < H; ++h) {
+          int64_t off = four ? ((b * H + h) * S + s) * D : (b * S + s) * H * D + h * D;
+          const float* xi = xd + off;
+          float* yo = out.data() + off;
+          if (interleaved_) {
+            for (int64_t j = 0; j < half; ++j) {
+              float x1 = xi[2 * j], x2 = xi[2 * j + 1];
+              yo[2 * j] = c[j] * x1 - sn[j] * x2;
+              yo[2 * j + 1] = sn[j] * x1 + c[j] * x2;
+            }
+          } else {
+            for (int64_t j = 0; j < half; ++j) {
+              float x1 = xi[j], x2 = xi[half + j];
+              yo[j] = c[j] * x1 - sn[j] * x2;
+              yo[half + j] = sn[j] * x1 + c[j] * x2;
+            }
+          }
+          for (int64_t j = rot; j < D; ++j) yo[j] = xi[j];
+        }
+      }
+    BH_ASSIGN_OR_RETURN(Tensor y, ctx.allocate_output(0, dt, x.shape()));
+    from_float32(out.data(), y);
+    return Status::ok();
+  }
+
+ private:
+  bool interleaved_;
+  int64_t rot_dim_;
+  int64_t num_heads_;
+};
+
+// =====================================================================================
+// Attention (opset 23, 24)
+// =====================================================================================
+
+class AttentionKernel final : public Kernel {
+ public:
+  struct Attrs {
+    bool is_causal = false;
+    int64_t q_heads = 0, kv_heads = 0;
+    int64_t qk_mode = 0;
+    bool has_scale = false;
+    float scale = 1;
+    float softcap = 0;
+  };
+  explicit AttentionKernel(Attrs a) : a_(a) {}
+
+  Status compute(KernelContext& ctx) const override {
+    const std::string w = ctx.where();
+    BH_ASSIGN_OR_RETURN(const Tensor* qp, required_input(ctx, 0, "Q"));
+    BH_ASSIGN_OR_RETURN(const Tensor* kp, required_input(ctx, 1, "K"));
+    BH_ASSIGN_OR_RETURN(const Tensor* vp, required_input(ctx, 2, "V"));
+    const Tensor* mp = ctx.input(3);
+    const Tensor* pkp = ctx.input(4);
+    const Tensor* pvp = ctx.input(5);
+    const Tensor* nzp = ctx.input(6);
+    DataType dt = qp->dtype();
+    if (!dtype_is_float(dt)) BH_UNSUPPORTED_DTYPE(w, dt);
+    if (kp->dtype() != dt || vp->dtype() != dt) return invalid_argument(w + "Q, K and V must have the same element type");
+    int r = qp->rank();
+    if ((r != 3 && r != 4) || kp->rank() != r || vp->rank() != r)
+      return invalid_argument(w + "Q, K and V must all be 3-D or all 4-D, got " + shape_to_string(qp->shape()) + ", " +
+                              shape_to_string(kp->shape()) + ", " + shape_to_string(vp->shape()));
+    int64_t B = qp->shape()[0], Hq, Hkv, Sq, Skv, Dh, Dv;
+    if (r == 4) {
+      Hq = qp->shape()[1];
+      Sq = qp->shape()[2];
+      Dh = qp->shape()[3];
+      Hkv = kp->shape()[1];
+      Skv = kp->shape()[2];
+      Dv = vp->shape()[3];
+      if (kp->shape()[3] != Dh || vp->shape()[1] != Hkv || vp->shape()[2] != Skv)
+        return invalid_argument(w + "K " + shape_to_string(kp->shape()) + " and V " + shape_to_string(vp->shape()) +
+                                " do not match Q " + shape_to_string(qp->shape()));
+    } else {
+      if (a_.q_heads <= 0 || a_.kv_heads <= 0)
+        return invalid_argument(w + "q_num_heads and kv_num_heads are required for 3-D inputs");
+      Hq = a_.q_heads;
+      Hkv = a_.kv_heads;
+      Sq = qp->shape()[1];
+      Skv = kp->shape()[1];
+      if (qp->shape()[2] % Hq || kp->shape()[2] % Hkv || vp->shape()[2] % Hkv)
+        return invalid_argument(w + "hidden sizes are not divisible by the head counts");
+      Dh = qp->shape()[2] / Hq;
+      Dv = vp->shape()[2] / Hkv;
+      if (kp->shape()[2] / Hkv != Dh || vp->shape()[1] != Skv)
+        return invalid_argument(w + "K " + shape_to_string(kp->shape()) + " and V " + shape_to_string(vp->shape()) +
+                                " do not match Q " + shape_to_string(qp->shape()));
+    }
+    if (kp->shape()[0] != B || vp->shape()[0] != B) return invalid_argument(w + "Q, K and V batch sizes differ");
+    if (Hkv <= 0 || Hq % Hkv != 0)
+      return invalid_argument(w + "q_num_heads " + std::to_string(Hq) + " is not a multiple of kv_num_heads " +
+                              std::to_string(Hkv));
+    int64_t P = 0;
+    if ((pkp == nullptr) != (pvp == nullptr)) return invalid_argument(w + "past_key and past_value must be given together");
+    if (pkp) {
+      if (pkp->rank() != 4 || pkp->shape()[0] != B || pkp->shape()[1] != Hkv || pkp->shape()[3] != Dh)
+        return invalid_argument(w + "past_key must have shape [" + std::to_string(B) + "," + std::to_string(Hkv) + ",P," +
+                                std::to_string(Dh) + "], got " + shape_to_string(pkp->shape()));
+      P = pkp->shape()[2];
+      if (pvp->rank() != 4 || pvp->shape()[0] != B || pvp->shape()[1] != Hkv || pvp->shape()[2] != P ||
+          pvp->shape()[3] != Dv)
+        return invalid_argument(w + "past_value " + shape_to_string(pvp->shape()) + " does not match past_key " +
+                                shape_to_string(pkp->shape()));
+      if (pkp->dtype() != dt || pvp->dtype() != dt) return invalid_argument(w + "past_key/past_value element type differs from Q");
+    }
+    int64_t T = P + Skv;
+    std::vector<int64_t> nonpad;
+    if (nzp) {
+      if (nzp->dtype() != DataType::kInt64 && nzp->dtype() != DataType::kInt32)
+        return invalid_argument(w + "nonpad_kv_seqlen must be int64");
+      if (nzp->numel() != B)
+        return invalid_argument(w + "nonpad_kv_seqlen must have " + std::to_string(B) + " entries, got " +
+                                shape_to_string(nzp->shape()));
+      nonpad = read_int_tensor(*nzp);
+    }
+    // Mask broadcast to [B, Hq, Sq, Tm] with Tm <= T (padded with -inf past Tm).
+    std::vector<int64_t> mst(4, 0);
+    int64_t Tm = 0;
+    bool mask_bool = false;
+    Tensor mf;
+    if (mp) {
+      int mr = mp->rank();
+      if (mr < 1 || mr > 4) return invalid_argument(w + "attn_mask must have rank 1 to 4, got " + shape_to_string(mp->shape()));
+      Shape ms(4 - mr, 1);
+      ms.insert(ms.end(), mp->shape().begin(), mp->shape().end());
+      const int64_t want[3] = {B, Hq, Sq};
+      for (int d = 0; d < 3; ++d)
+        if (ms[d] != 1 && ms[d] != want[d])
+          return invalid_argument(w + "attn_mask " + shape_to_string(mp->shape()) + " does not broadcast to [" +
+                                  std::to_string(B) + "," + std::to_string(Hq) + "," + std::to_string(Sq) + "," +
+                                  std::to_string(T) + "]");
+      Tm = ms[3];
+      if (Tm > T) return invalid_argument(w + "attn_mask last dimension " + std::to_string(Tm) + " exceeds total sequence length " + std::to_string(T));
+      auto st = strides_of(ms);
+      for (int d = 0; d < 4; ++d) mst[d] = ms[d] == 1 ? 0 : st[d];
+      if (mp->dtype() == DataType::kBool) {
+        mask_bool = true;
+        mf = *mp;
+      } else if (dtype_is_float(mp->dtype())) {
+        mf = to_float32(*mp);
+      } else {
+        return invalid_argument(w + "attn_mask must be bool or the type of Q, got " + dtype_name(mp->dtype()));
+      }
+    }
+    Tensor qf = to_float32(*qp), kf = to_float32(*kp), vf = to_float32(*vp);
+    Tensor pkf, pvf;
+    if (pkp) {
+      pkf = to_float32(*pkp);
+      pvf = to_float32(*pvp);
+    }
+    // present K/V in [B, Hkv, T, D] layout.
+    std::vector<float> Kp(static_cast<size_t>(B * Hkv * T * Dh)), Vp(static_cast<size_t>(B * Hkv * T * Dv));
+    for (int64_t b = 0; b < B; ++b)
+      for (int64_t h = 0; h < Hkv; ++h) {
+        for (int64_t t = 0; t < T; ++t) {
+          float* kd = Kp.data() + ((b * Hkv + h) * T + t) * Dh;
+          float* vd = Vp.data() + ((b * Hkv + h) * T + t) * Dv;
+          const float *ks, *vs;
+          if (t < P) {
+            ks = pkf.data<float>() + ((b * Hkv + h) * P + t) * Dh;
+            vs = pvf.data<float>() + ((b * Hkv + h) * P + t) * Dv;
+          } else {
+            int64_t s = t - P;
+            ks = kf.data<float>() + (r == 4 ? ((b * Hkv + h) * Skv + s) * Dh : (b * Skv + s) * Hkv * Dh + h * Dh);
+            vs = vf.data<float>() + (r == 4 ? ((b * Hkv + h) * Skv + s) * Dv : (b * Skv + s) * Hkv * Dv + h * Dv);
+          }
+          std::copy(ks, ks + Dh, kd);
+          std::copy(vs, vs + Dv, vd);
+        }
+      }
+    float scale = a_.has_scale ? a_.scale : 1.0f / std::sqrt(static_cast<float>(Dh));
+    int64_t group = Hq / Hkv;
+    bool want_qk = ctx.output_wanted(3);
+    std::vector<float> Y(static_cast<size_t>(B * Hq * Sq * Dv));
+    std::vector<float> QK(want_qk ? static_cast<size_t>(B * Hq * Sq * T) : 0);
+    const float* qd = qf.data<float>();
+    const float ninf = -std::numeric_limits<float>::infinity();
+    parallel_for(ctx.threads(), B * Hq, 1, [&](int64_t bb, int64_t be) {
+      std::vector<float> s(static_cast<size_t>(T)), raw(static_cast<size_t>(T));
+      for (int64_t bh = bb; bh < be; ++bh) {
+        int64_t b = bh / Hq, h = bh % Hq, hk = h / group;
+        const float* Kb = Kp.data() + (b * Hkv + hk) * T * Dh;
+        const float* Vb = Vp.data() + (b * Hkv + hk) * T * Dv;
+        for (int64_t i = 0; i < Sq; ++i) {
+          const float* q = qd + (r == 4 ? ((b * Hq + h) * Sq + i) * Dh : (b * Sq + i) * Hq * Dh + h * Dh);
+          for (int64_t j = 0; j < T; ++j) {
+            const float* k = Kb + j * Dh;
+            float acc = 0;
+            for (int64_t d = 0; d < Dh; ++d) acc += q[d] * k[d];
+            acc *= scale;
+            raw[j] = acc;
+            if (a_.softcap > 0) acc = a_.softcap * std::tanh(acc / a_.softcap);
+            s[j] = acc;
+          }
+          float* qk = want_qk ? QK.data() + ((b * Hq + h) * Sq + i) * T : nullptr;
+          if (qk && a_.qk_mode == 0) std::copy(raw.begin(), raw.end(), qk);
+          if (qk && a_.qk_mode == 1) std::copy(s.begin(), s.end(), qk);
+          // Bias: mask, causal, padding.
+          int64_t causal_off = 0;
+          if (a_.is_causal) causal_off = pkp ? P : (nzp ? nonpad[b] - Sq : 0);
+          for (int64_t j = 0; j < T; ++j) {
+            float bias = 0;
+            if (mp) {
+              if (j >= Tm) {
+                bias = ninf;
+              } else {
+                int64_t mo = b * mst[0] + h * mst[1] + i * mst[2] + j * mst[3];
+                if (mask_bool) bias = mf.data<uint8_t>()[mo] ? 0.0f : ninf;
+                else bias = mf.data<float>()[mo];
+              }
+            }
+            if (a_.is_causal && j > i + causal_off) bias = ninf;
+            if (nzp && j >= nonpad[b]) bias = ninf;
+            s[j] += bias;
+          }
+          if (qk && a_.qk_mode == 2) std::copy(s.begin(), s.end(), qk);
+          float m = ninf;
+          for (int64_t j = 0; j < T; ++j) m = std::max(m, s[j]);
+          float sum = 0;
+          if (m == ninf) {
+            std::fill(s.begin(), s.end(), 0.0f);
+          } else {
+            for (int64_t j = 0; j < T; ++j) {
+              s[j] = redutil::exp_ps(s[j] - m);
+              sum += s[j];
+            }
+            float inv = 1.0f / sum;
+            for (int64_t j = 0; j < T; ++j) s[j] *= inv;
+          }
+          if (qk && a_.qk_mode == 3) std::copy(s.begin(), s.end(), qk);
+          float* y = Y.data() + ((b * Hq + h) * Sq + i) * Dv;
+          std::fill(y, y + Dv, 0.0f);
+          for (int64_t j = 0; j < T; ++j) {
+            float p = s[j];
+            if (p == 0.0f) continue;
+            const float* v = Vb + j * Dv;
+            for (int64_t d = 0; d < Dv; ++d) y[d] += p * v[d];
+          }
+        }
+      }
+    });
+    // Outputs.
+    if (r == 4) {
+      BH_ASSIGN_OR_RETURN(Tensor yt, ctx.allocate_output(0, dt, Shape{B, Hq, Sq, Dv}));
+      from_float32(Y.data(), yt);
+    } else {
+      std::vector<float> y3(Y.size());
+      for (int64_t b = 0; b < B; ++b)
+        for (int64_t h = 0; h < Hq; ++h)
+          for (int64_t i = 0; i < Sq; ++i)
+            std::copy(Y.data() + ((b * Hq + h) * Sq + i) * Dv, Y.data() + ((b * Hq + h) * Sq + i + 1) * Dv,
+                      y3.data() + (b * Sq + i) * Hq * Dv + h * Dv);
+      BH_ASSIGN_OR_RETURN(Tensor yt, ctx.allocate_output(0, dt, Shape{B, Sq, Hq * Dv}));
+      from_float32(y3.data(), yt);
+    }
+    if (ctx.output_wanted(1)) {
+      BH_ASSIGN_OR_RETURN(Tensor t, ctx.allocate_output(1, dt, Shape{B, Hkv, T, Dh}));
+      from_float32(Kp.data(), t);
+    }
+    if (ctx.output_wanted(2)) {
+      BH_ASSIGN_OR_RETURN(Tensor t, ctx.allocate_output(2, dt, Shape{B, Hkv, T, Dv}));
+      from_float32(Vp.data(), t);
+    }
+    if (want_qk) {
+      BH_ASSIGN_OR_RETURN(Tensor t, ctx.allocate_output(3, dt, Shape{B, Hq, Sq, T}));
+      from_float32(QK.data(), t);
+    }
+    return Status::ok();
+  }
+
+ private:
+  Attrs a_;
+};
+
+}  // namespace
+
+void register_misc_kernels(KernelTable& t) {
+  t.add("CumSum", 11, [](const KernelInfo& info) -> Result<std::unique_ptr<Kernel>> {
+    return std::unique_ptr<Kernel>(std::make_unique<CumSumKernel>(info.node.attr_int("exclusive", 0) != 0,
+                                                                  info.node.attr_int("reverse", 0) != 0));
+  });
+
+  auto topk_factory = [](bool k_input) {
+    return [k_input](const KernelInfo& info) -> Result<std::unique_ptr<Kernel>> {
+      const ir::Node& n = info.node;
+      if (!k_input && !n.has_attr("k")) return invalid_argument(info.where() + "missing required attribute k");
+      return std::unique_ptr<Kernel>(std::make_unique<TopKKernel>(n.attr_int("axis", -1), n.attr_int("k", 0), k_input,
+                                                                  n.attr_int("largest", 1) != 0));
+    };
+  };
+  t.add("TopK", 1, topk_factory(false));
+  t.add("TopK", 10, topk_factory(true));
+
+  t.add("Einsum", 12, [](const KernelInfo& info) -> Result<std::unique_ptr<Kernel>> {
+    if (!info.node.has_attr("equation")) return invalid_argument(info.where() + "missing required attribute equation");
+    return std::unique_ptr<Kernel>(std::make_unique<EinsumKernel>(info.node.attr_string("equation", "")));
+  });
+
+  t.add("SwiGLU", 1, [](const KernelInfo& info) -> Result<std::unique_ptr<Kernel>> {
+    return std::unique_ptr<Kernel>(std::make_unique<SwiGluKernel>(info.node.attr_float("alpha", 1.0f)));
+  });
+
+  t.add("RotaryEmbedding", 23, [](const KernelInfo& info) -> Result<std::unique_ptr<Kernel>> {
+    const ir::Node& n = info.node;
+    return std::unique_ptr<Kernel>(std::make_unique<RotaryKernel>(
+        n.attr_int("interleaved", 0) != 0, n.attr_int("rotary_embedding_dim", 0), n.attr_int("num_heads", 0)));
+  });
+
+  t.add("Attention", 23, [](const KernelInfo& info) -> Result<std::unique_ptr<Kernel>> {
+    const ir::Node& n = info.node;
+    AttentionKernel::Attrs a;
+    a.is_causal = n.attr_int("is_causal", 0) != 0;
+    a.q_heads = n.attr_int("q_num_heads", 0);
+    a.kv_heads = n.attr_int("kv_num_heads", 0);
+    a.qk_mode = n.attr_int("qk_matmul_output_mode", 0);
+    if (a.qk_mode < 0 || a.qk_mode > 3)
+      return invalid_argument(info.where() + "qk_matmul_output_mode must be 0..3, got " + std::to_string(a.qk_mode));
+    a.has_scale = n.has_attr("scale");
+    a.scale = n.attr_float("scale", 1.0f);
+    a.softcap = n.attr_float("softcap", 0.0f);
+    return std::unique_ptr<Kernel>(std::make_unique<AttentionKernel>(a));
+  });
+}
 
 }  // namespace bulkhead::cpu
