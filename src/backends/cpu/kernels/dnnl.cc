@@ -312,6 +312,77 @@ void conv_transpose_ref(const T* x, const T* w, const T* b, T* y, int64_t N, int
 }
 
 // ---------------------------------------------------------------------------------------
+// Fast NCHW paths that beat oneDNN plus two layout reorders at the node's boundaries.
+
+// 1x1, stride 1, no padding, one group: per image, Y[M, S] = W[M, C] * X[C, S] (+ bias).
+Status conv1x1_sgemm(const std::string& where, const float* x, const float* w, const float* b, float* y, int64_t N,
+                     int64_t C, int64_t M, int64_t S) {
+  for (int64_t n = 0; n < N; ++n) {
+    float* yp = y + n * M * S;
+    if (b)
+      for (int64_t m = 0; m < M; ++m) std::fill(yp + m * S, yp + (m + 1) * S, b[m]);
+    dnnl::status st = dnnl::sgemm('N', 'N', M, S, C, 1.f, w, C, x + n * C * S, S, b ? 1.f : 0.f, yp, S);
+    if (st != dnnl::status::success)
+      return internal_error(where + "oneDNN sgemm failed with status " + std::to_string(static_cast<int>(st)));
+  }
+  return Status::ok();
+}
+
+// y[i] += w * x[i * stride] for i in [0, n).
+template <int kStride>
+inline void axpy_strided(float* __restrict y, const float* __restrict x, float w, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] += w * x[i * kStride];
+}
+
+// Depthwise 2-D (group == C == M) directly on NCHW planes.
+void depthwise2d_nchw(const float* x, const float* w, const float* b, float* y, int64_t N, int64_t C, const Geometry& g,
+                      int threads) {
+  const int64_t H = g.in[0], W = g.in[1], OH = g.out[0], OW = g.out[1];
+  const int64_t KH = g.k[0], KW = g.k[1], SH = g.s[0], SW = g.s[1], DH = g.d[0], DW = g.d[1];
+  const int64_t PH = g.pb[0], PW = g.pb[1];
+  // Valid output column range per kernel column.
+  std::vector<int64_t> lo(KW), hi(KW);
+  for (int64_t kw = 0; kw < KW; ++kw) {
+    int64_t off = kw * DW - PW;  // iw = ow * SW + off
+    int64_t l = off >= 0 ? 0 : (-off + SW - 1) / SW;
+    int64_t h = (W - 1 - off) < 0 ? -1 : (W - 1 - off) / SW;
+    lo[kw] = l;
+    hi[kw] = std::min(h, OW - 1);
+  }
+  parallel_for(threads, N * C, 1, [&](int64_t b0, int64_t e0) {
+    for (int64_t nc = b0; nc < e0; ++nc) {
+      int64_t c = nc % C;
+      const float* xp = x + nc * H * W;
+      const float* wp = w + c * KH * KW;
+      float* yp = y + nc * OH * OW;
+      float bias = b ? b[c] : 0.f;
+      for (int64_t oh = 0; oh < OH; ++oh) {
+        float* yr = yp + oh * OW;
+        for (int64_t ow = 0; ow < OW; ++ow) yr[ow] = bias;
+        for (int64_t kh = 0; kh < KH; ++kh) {
+          int64_t ih = oh * SH - PH + kh * DH;
+          if (ih < 0 || ih >= H) continue;
+          const float* xr = xp + ih * W;
+          for (int64_t kw = 0; kw < KW; ++kw) {
+            const float wv = wp[kh * KW + kw];
+            const int64_t off = kw * DW - PW;
+            const int64_t l = lo[kw], n = hi[kw] - lo[kw] + 1;
+            if (n <= 0) continue;
+            if (SW == 1) {
+              axpy_strided<1>(yr + l, xr + off + l, wv, n);
+            } else if (SW == 2) {
+              axpy_strided<2>(yr + l, xr + off + 2 * l, wv, n);
+            } else {
+              for (int64_t ow = lo[kw]; ow <= hi[kw]; ++ow) yr[ow] += wv * xr[ow * SW + off];
+            }
+          }
+        }
+      }
+    }
+  });
+}
+
+// ---------------------------------------------------------------------------------------
 // The kernel
 
 class ConvKernel final : public Kernel {
@@ -548,6 +619,21 @@ Status ConvKernel::compute(KernelContext& ctx) const {
       else y.data<double>()[i] = b ? b->data<double>()[m] : 0.0;
     }
     return Status::ok();
+  }
+  if (dt == DataType::kFloat32 && !transpose_) {
+    bool pointwise = G == 1;
+    for (int i = 0; i < g.nsp; ++i)
+      pointwise = pointwise && g.k[i] == 1 && g.s[i] == 1 && g.pb[i] == 0 && g.pe[i] == 0;
+    if (pointwise)
+      return conv1x1_sgemm(where, x->data<float>(), w->data<float>(), b ? b->data<float>() : nullptr, y.data<float>(), N,
+                           C, M, x->numel() / (N * C));
+    // Row-wise NCHW depthwise beats oneDNN + two reorders on wide planes; narrow planes
+    // go to oneDNN's brdgmm/jit depthwise kernels.
+    if (g.nsp == 2 && G == C && M == C && g.out[1] >= 32 && g.s[1] <= 2) {
+      depthwise2d_nchw(x->data<float>(), w->data<float>(), b ? b->data<float>() : nullptr, y.data<float>(), N, C, g,
+                       ctx.threads());
+      return Status::ok();
+    }
   }
   if (dt == DataType::kFloat32) {
     auto plan = plan_for(x->shape(), w->shape(), b != nullptr, g, G);
