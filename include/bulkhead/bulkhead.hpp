@@ -1,0 +1,111 @@
+// bulkhead's public C++ API: Env, Session, SessionOptions, RunOptions.
+//
+// Env: a registry of backends, the devices opened from them (reference-counted), and
+// the copy router. Several Envs may live in one process; they share nothing. Env and
+// Session are cheap handles to shared state: copying one shares it. All methods are
+// thread-safe. A Session keeps its Env's state alive; destroying handles in any order,
+// on any thread, is safe, and the last one to go tears down sessions → buffers →
+// devices → backends (I4).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "bulkhead/dtype.h"
+#include "bulkhead/status.h"
+#include "bulkhead/tensor.h"
+
+namespace bulkhead {
+
+class Backend;
+struct DeviceInfo;
+
+struct SessionOptions {
+  // Devices in order of preference, e.g. {"cpu"} or {"vulkan:0", "cpu"}: each node runs
+  // on the first one that can run it.
+  std::vector<std::string> devices = {"cpu"};
+  // Intra-op threads for each run; 0 = the number of cores.
+  int threads = 0;
+  bool graph_capture = true;
+  // Parses "devices=cpu;threads=2;graph_capture=0" style option strings (CLI, env vars).
+  static Result<SessionOptions> parse(const std::string& spec);
+};
+
+struct RunOptions {
+  // Outputs to return, by name; empty = every graph output, in graph order.
+  std::vector<std::string> outputs;
+};
+
+// A declared graph input or output.
+struct IoInfo {
+  std::string name;
+  DataType dtype = DataType::kUndefined;
+  std::vector<int64_t> shape;          // -1 where the dimension is not fixed
+  std::vector<std::string> dim_names;  // symbolic names, "" where fixed or unnamed
+  bool has_shape = false;              // false when even the rank is unknown
+  bool is_tensor = true;               // false for sequences / optionals
+  std::string type_string;             // "float32[1,3,N,N]"
+};
+
+using NamedTensors = std::vector<std::pair<std::string, Tensor>>;
+using NamedValues = std::vector<std::pair<std::string, Value>>;
+
+class SessionImpl;
+class EnvImpl;
+
+class Session {
+ public:
+  Session() = default;
+  // Runs the model. Safe from many threads at once; each call's intermediate memory is
+  // its own, and the returned tensors are owned by the caller (never aliases of the
+  // inputs or of the model's weights).
+  Result<NamedTensors> run(const NamedTensors& inputs, const RunOptions& options = {}) const;
+  // As run(), for models whose inputs or outputs are sequences or optionals.
+  Result<NamedValues> run_values(const NamedValues& inputs, const RunOptions& options = {}) const;
+
+  const std::vector<IoInfo>& inputs() const;
+  const std::vector<IoInfo>& outputs() const;
+  // "cpu:0 689 nodes" — how many nodes run on each device.
+  std::vector<std::pair<std::string, int>> placement() const;
+  const SessionOptions& options() const;
+  bool valid() const { return impl_ != nullptr; }
+
+ private:
+  friend class Env;
+  friend struct SessionAccess;
+  std::shared_ptr<SessionImpl> impl_;
+};
+
+class Env {
+ public:
+  // A new environment with the built-in backends registered.
+  Env();
+  ~Env();
+
+  // Builds a session from an ONNX file. Errors name the file, node or option at fault.
+  Result<Session> load(const std::string& path, const SessionOptions& options = {}) const;
+  // Builds a session from serialized ONNX bytes (`name` appears in messages).
+  Result<Session> load_bytes(const std::string& bytes, const std::string& name, const SessionOptions& options = {}) const;
+
+  // Process-level copy: routed by the domains that own src and dst (I2).
+  Status copy(const Tensor& src, const Tensor& dst) const;
+
+  // Registers a backend library. The Env never unregisters a backend it was given: it
+  // only drops its reference when it is destroyed.
+  Status register_backend(std::shared_ptr<Backend> backend) const;
+  std::vector<std::string> backends() const;
+  std::vector<DeviceInfo> devices() const;
+  // Devices currently open (held by at least one session or tensor).
+  int open_device_count() const;
+
+  const std::shared_ptr<EnvImpl>& impl() const { return impl_; }
+
+ private:
+  std::shared_ptr<EnvImpl> impl_;
+};
+
+const char* version();
+
+}  // namespace bulkhead

@@ -1,0 +1,59 @@
+// The backend interface: Backend (a registered library) → Device (reference-counted,
+// shared by every session on it) → per-session allocators and kernels.
+//
+// Ownership: an Env holds its Backends by shared_ptr; a Device is held by the sessions
+// that use it (shared_ptr) and cached weakly by the Env, so the last session to go tears
+// the device down (I4). A Device registers its transfers with the Env's CopyRouter when
+// it opens and removes them when it is destroyed.
+// Thread-safety: every method here may be called from any thread.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backend/kernel.h"
+#include "bulkhead/memory.h"
+#include "memory/copy_router.h"
+
+namespace bulkhead {
+
+struct DeviceInfo {
+  std::string backend;  // "cpu", "vulkan", ...
+  int ordinal = 0;
+  std::string name;     // human-readable device name
+  std::string driver;   // driver / library version
+  std::string submit_policy;  // the submission policy the device would use, and why
+  std::string detail;   // anything else worth printing
+};
+
+class Device {
+ public:
+  virtual ~Device() = default;
+  virtual const DeviceInfo& info() const = 0;
+  // The domain in which this device's kernels take inputs and write outputs.
+  virtual const Domain& compute_domain() const = 0;
+  // A new allocator for one session's memory on this device. It keeps the device alive.
+  virtual std::shared_ptr<Allocator> create_session_allocator(const std::string& owner) = 0;
+  // The kernels this device can run (immutable).
+  virtual const KernelTable& kernels() const = 0;
+  // Prepares the calling thread for a run that uses `threads` intra-op threads; the
+  // returned object restores the thread's previous settings when destroyed.
+  virtual std::shared_ptr<void> enter_run(int threads) const { return nullptr; }
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual std::string name() const = 0;
+  // Devices this backend can open (may be empty: e.g. no Vulkan driver).
+  virtual std::vector<DeviceInfo> enumerate() const = 0;
+  // Opens device `ordinal`, registering its transfers with `router`. The device keeps
+  // `router` alive and unregisters from it when destroyed.
+  virtual Result<std::shared_ptr<Device>> open_device(int ordinal, std::shared_ptr<CopyRouter> router) = 0;
+};
+
+// The built-in CPU backend.
+std::shared_ptr<Backend> make_cpu_backend();
+
+}  // namespace bulkhead

@@ -1,0 +1,222 @@
+#include "exec/executor.h"
+
+#include <unordered_set>
+
+namespace bulkhead::exec {
+namespace {
+
+DataType type_of(const std::string& name, const ir::Graph& g, const CompiledGraph* parent) {
+  auto it = g.initializers.find(name);
+  if (it != g.initializers.end()) return it->second.dtype();
+  if (const ir::ValueInfo* vi = g.info(name)) return vi->dtype;
+  if (parent && parent->graph) return type_of(name, *parent->graph, nullptr);
+  return DataType::kUndefined;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<CompiledGraph>> compile(const ir::Graph& graph, const CompileOptions& opts,
+                                               const CompiledGraph* parent) {
+  auto cg = std::make_unique<CompiledGraph>();
+  cg->graph = &graph;
+  cg->node_count_per_placement.assign(opts.placements.size(), 0);
+  auto slot = [&](const std::string& name) -> int {
+    auto it = cg->slot_of.find(name);
+    if (it != cg->slot_of.end()) return it->second;
+    int s = cg->num_slots++;
+    cg->slot_of[name] = s;
+    cg->slot_name.push_back(name);
+    return s;
+  };
+  for (const auto& in : graph.inputs) cg->input_slots.push_back(slot(in.name));
+  for (const auto& [name, t] : graph.initializers) cg->constants.emplace_back(slot(name), Value(t));
+  for (const auto& name : graph.outer_refs) {
+    if (cg->slot_of.count(name)) continue;
+    if (!parent) return invalid_model("graph '" + graph.name + "': value '" + name + "' is used but never produced");
+    auto p = parent->slot_of.find(name);
+    if (p == parent->slot_of.end())
+      return invalid_model("subgraph '" + graph.name + "': value '" + name + "' is not defined in any enclosing graph");
+    cg->outer.emplace_back(slot(name), p->second);
+  }
+
+  std::unordered_set<std::string> defined;
+  for (auto& [n, s] : cg->slot_of) defined.insert(n);
+  for (const auto& node : graph.nodes) {
+    Step step;
+    step.node = &node;
+    for (const auto& in : node.inputs) {
+      if (in.empty()) { step.in.push_back(-1); continue; }
+      if (!defined.count(in)) return invalid_model(node.label() + ": input '" + in + "' is never produced");
+      step.in.push_back(slot(in));
+    }
+    for (const auto& out : node.outputs) {
+      step.out.push_back(out.empty() ? -1 : slot(out));
+      if (!out.empty()) defined.insert(out);
+    }
+    KernelInfo info{node, {}, {}, opts.threads};
+    for (const auto& in : node.inputs) {
+      info.input_types.push_back(in.empty() ? DataType::kUndefined : type_of(in, graph, parent));
+      auto it = graph.initializers.find(in);
+      info.constant_inputs.push_back(it == graph.initializers.end() ? Tensor() : it->second);
+    }
+    // Placement: the first device in the session's list that has this operator and
+    // accepts this node.
+    Status last = unsupported(node.label() + ": operator " + (node.domain.empty() ? "" : node.domain + ".") +
+                              node.op_type + " (opset " + std::to_string(node.opset) + ") is not supported by " +
+                              (opts.placements.empty() ? std::string("any device") : opts.placements[0].device->info().backend));
+    bool placed = false;
+    for (size_t p = 0; p < opts.placements.size() && !placed; ++p) {
+      const KernelFactory* f = opts.placements[p].device->kernels().find(node.domain, node.op_type, node.opset);
+      if (!f) continue;
+      auto k = (*f)(info);
+      if (!k.is_ok()) { last = k.status(); continue; }
+      step.kernel = std::move(k).value();
+      step.placement = static_cast<int>(p);
+      placed = true;
+    }
+    if (!placed) return last;
+    cg->node_count_per_placement[step.placement]++;
+    for (const auto& [aname, a] : node.attrs) {
+      if (a.type != ir::AttrType::kGraph || !a.g) continue;
+      BH_ASSIGN_OR_RETURN(auto sub, compile(*a.g, opts, cg.get()));
+      for (size_t p = 0; p < sub->node_count_per_placement.size(); ++p)
+        cg->node_count_per_placement[p] += sub->node_count_per_placement[p];
+      step.subgraphs[aname] = std::move(sub);
+    }
+    cg->steps.push_back(std::move(step));
+  }
+  for (const auto& out : graph.outputs) {
+    auto it = cg->slot_of.find(out.name);
+    if (it == cg->slot_of.end()) {
+      if (!parent) return invalid_model("graph output '" + out.name + "' is never produced");
+      return invalid_model("subgraph '" + graph.name + "': output '" + out.name + "' is never produced");
+    }
+    cg->output_slots.push_back(it->second);
+  }
+
+  // Release points: the last step that reads a slot, directly or from a subgraph.
+  std::vector<int> last_use(cg->num_slots, -1);
+  std::vector<bool> keep(cg->num_slots, false);
+  for (int s : cg->output_slots) keep[s] = true;
+  for (auto& [s, v] : cg->constants) keep[s] = true;
+  for (auto& [s, p] : cg->outer) keep[s] = true;
+  for (size_t i = 0; i < cg->steps.size(); ++i) {
+    auto& st = cg->steps[i];
+    for (int s : st.in)
+      if (s >= 0) last_use[s] = static_cast<int>(i);
+    for (auto& [a, sub] : st.subgraphs)
+      for (auto& [here, there] : sub->outer) last_use[there] = static_cast<int>(i);
+    for (int s : st.out)
+      if (s >= 0 && last_use[s] < 0) last_use[s] = static_cast<int>(i);  // unused outputs die at once
+  }
+  for (int s = 0; s < cg->num_slots; ++s)
+    if (!keep[s] && last_use[s] >= 0) cg->steps[last_use[s]].release.push_back(s);
+  return cg;
+}
+
+namespace {
+
+class StepContext final : public KernelContext {
+ public:
+  StepContext(const Step& step, std::vector<Value>& frame, std::vector<Value>& moved_inputs, const RunContext& rc,
+              Allocator& alloc)
+      : step_(step), frame_(frame), inputs_(moved_inputs), rc_(rc), alloc_(alloc) {}
+
+  int num_inputs() const override { return static_cast<int>(step_.in.size()); }
+  const Value* input_value(int i) const override {
+    if (i < 0 || i >= num_inputs() || step_.in[i] < 0) return nullptr;
+    const Value& v = inputs_[i];
+    if (v.is_none() && !v.is_optional) return nullptr;
+    return &v;
+  }
+  int num_outputs() const override { return static_cast<int>(step_.out.size()); }
+  bool output_wanted(int i) const override { return i >= 0 && i < num_outputs() && step_.out[i] >= 0; }
+  Result<Tensor> allocate_output(int i, DataType dtype, const Shape& shape) override {
+    if (i < 0 || i >= num_outputs()) return internal_error(where() + "output index " + std::to_string(i) + " out of range");
+    BH_ASSIGN_OR_RETURN(Tensor t, Tensor::allocate(alloc_, dtype, shape));
+    if (step_.out[i] >= 0) {
+      frame_[step_.out[i]] = Value(t);
+      set_[i] = true;
+    }
+    return t;
+  }
+  Status set_output(int i, Value value) override {
+    if (i < 0 || i >= num_outputs()) return internal_error(where() + "output index " + std::to_string(i) + " out of range");
+    if (step_.out[i] >= 0) {
+      frame_[step_.out[i]] = std::move(value);
+      set_[i] = true;
+    }
+    return Status::ok();
+  }
+  Result<Tensor> allocate_scratch(DataType dtype, const Shape& shape) override {
+    return Tensor::allocate(alloc_, dtype, shape);
+  }
+  int threads() const override { return rc_.threads; }
+  Result<std::vector<Value>> run_subgraph(const std::string& attr, std::vector<Value> inputs) override {
+    auto it = step_.subgraphs.find(attr);
+    if (it == step_.subgraphs.end()) return invalid_model(where() + "has no graph attribute '" + attr + "'");
+    return run(*it->second, std::move(inputs), rc_, &frame_);
+  }
+  std::string where() const override { return step_.node->label() + ": "; }
+  bool was_set(int i) const { return set_[i]; }
+  void reset_flags() { set_.assign(step_.out.size(), false); }
+
+ private:
+  const Step& step_;
+  std::vector<Value>& frame_;
+  std::vector<Value>& inputs_;
+  const RunContext& rc_;
+  Allocator& alloc_;
+  std::vector<bool> set_ = std::vector<bool>(step_.out.size(), false);
+};
+
+}  // namespace
+
+Result<std::vector<Value>> run(const CompiledGraph& g, std::vector<Value> inputs, const RunContext& rc,
+                               const std::vector<Value>* outer) {
+  if (inputs.size() > g.input_slots.size())
+    return invalid_argument("graph '" + g.graph->name + "' takes " + std::to_string(g.input_slots.size()) +
+                            " inputs, got " + std::to_string(inputs.size()));
+  std::vector<Value> frame(g.num_slots);
+  for (const auto& [s, v] : g.constants) frame[s] = v;
+  if (outer)
+    for (const auto& [here, there] : g.outer) frame[here] = (*outer)[there];
+  for (size_t i = 0; i < inputs.size(); ++i)
+    if (!inputs[i].is_none() || inputs[i].is_optional) frame[g.input_slots[i]] = std::move(inputs[i]);
+
+  const auto& placements = rc.opts->placements;
+  std::vector<Value> step_inputs;
+  for (const Step& st : g.steps) {
+    Allocator& alloc = *placements[st.placement].allocator;
+    const Domain& dom = placements[st.placement].device->compute_domain();
+    step_inputs.assign(st.in.size(), Value());
+    for (size_t i = 0; i < st.in.size(); ++i) {
+      if (st.in[i] < 0) continue;
+      const Value& v = frame[st.in[i]];
+      // Inputs in another domain are copied into this step's domain through the router (I2).
+      if (v.is_tensor() && v.tensor.dtype() != DataType::kString && v.tensor.domain() != dom) {
+        BH_ASSIGN_OR_RETURN(Tensor moved, Tensor::allocate(alloc, v.tensor.dtype(), v.tensor.shape()));
+        BH_RETURN_IF_ERROR(rc.router->copy(v.tensor, moved).with_context(st.node->label() + ": input " + std::to_string(i) + ": "));
+        step_inputs[i] = Value(moved);
+      } else {
+        step_inputs[i] = v;
+      }
+    }
+    StepContext ctx(st, frame, step_inputs, rc, alloc);
+    Status s = st.kernel->compute(ctx);
+    if (!s.is_ok()) {
+      if (s.message().rfind("node '", 0) != 0) s = s.with_context(st.node->label() + ": ");
+      return s;
+    }
+    for (size_t i = 0; i < st.out.size(); ++i)
+      if (st.out[i] >= 0 && !ctx.was_set(static_cast<int>(i)))
+        return internal_error(st.node->label() + ": kernel did not produce output " + std::to_string(i));
+    for (int r : st.release) frame[r] = Value();
+  }
+  std::vector<Value> outs;
+  outs.reserve(g.output_slots.size());
+  for (int s : g.output_slots) outs.push_back(frame[s]);
+  return outs;
+}
+
+}  // namespace bulkhead::exec

@@ -1,0 +1,69 @@
+// Executor: a graph compiled for a session — one kernel per node, value slots, the
+// release point of every intermediate — and the code that runs it.
+//
+// A CompiledGraph is immutable after compile() and shared by every concurrent run of
+// its session; each run has its own Frame (its values) and its own scratch memory.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "backend/backend.h"
+#include "ir/graph.h"
+
+namespace bulkhead::exec {
+
+// One device a session may place nodes on, with the session's allocator for it.
+struct Placement {
+  std::shared_ptr<Device> device;
+  std::shared_ptr<Allocator> allocator;
+};
+
+struct CompileOptions {
+  std::vector<Placement> placements;  // in order of preference
+  int threads = 1;
+};
+
+struct CompiledGraph;
+
+struct Step {
+  const ir::Node* node = nullptr;
+  int placement = 0;  // index into CompileOptions::placements
+  std::unique_ptr<Kernel> kernel;
+  std::vector<int> in, out;   // slots; -1 for omitted
+  std::vector<int> release;   // slots whose last use is this step
+  std::map<std::string, std::unique_ptr<CompiledGraph>> subgraphs;  // by attribute name
+};
+
+struct CompiledGraph {
+  const ir::Graph* graph = nullptr;
+  int num_slots = 0;
+  std::unordered_map<std::string, int> slot_of;
+  std::vector<std::string> slot_name;
+  std::vector<int> input_slots;   // graph->inputs, in order
+  std::vector<int> output_slots;  // graph->outputs, in order
+  std::vector<std::pair<int, Value>> constants;          // initializers
+  std::vector<std::pair<int, int>> outer;                // (slot here, slot in enclosing graph)
+  std::vector<Step> steps;
+  std::vector<int> node_count_per_placement;
+};
+
+// Compiles `graph` (a top-level graph when `parent` is null). Errors name the node.
+Result<std::unique_ptr<CompiledGraph>> compile(const ir::Graph& graph, const CompileOptions& opts,
+                                               const CompiledGraph* parent = nullptr);
+
+struct RunContext {
+  const CompileOptions* opts = nullptr;
+  const CopyRouter* router = nullptr;
+  int threads = 1;
+};
+
+// Runs a compiled graph with `inputs` bound to its inputs in order (a none value leaves
+// an input to its initializer). `outer` is the enclosing frame's values for subgraphs.
+Result<std::vector<Value>> run(const CompiledGraph& g, std::vector<Value> inputs, const RunContext& rc,
+                               const std::vector<Value>* outer = nullptr);
+
+}  // namespace bulkhead::exec

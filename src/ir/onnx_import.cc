@@ -1,0 +1,449 @@
+#include "ir/onnx_import.h"
+
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <set>
+#include <sstream>
+#include <unordered_set>
+
+#include "onnx/onnx_pb.h"
+#include "onnx/onnx-data_pb.h"
+#include "onnx/defs/schema.h"
+#include "onnx/shape_inference/implementation.h"
+
+namespace bulkhead::ir {
+namespace {
+
+struct Ctx {
+  std::string model_name;
+  std::string base_dir;
+  std::map<std::string, int> opsets;
+  int node_counter = 0;
+};
+
+Result<std::string> read_file(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return not_found("cannot open '" + path + "': " + std::strerror(errno));
+  std::ostringstream ss;
+  ss << f.rdbuf();
+  if (f.bad()) return not_found("error reading '" + path + "'");
+  return ss.str();
+}
+
+template <typename Msg>
+bool parse_large(Msg& msg, const void* data, size_t size) {
+  google::protobuf::io::ArrayInputStream raw(data, static_cast<int>(size));
+  google::protobuf::io::CodedInputStream in(&raw);
+  in.SetTotalBytesLimit(INT32_MAX);
+  return msg.ParseFromCodedStream(&in) && in.ConsumedEntireMessage();
+}
+
+std::string norm_domain(const std::string& d) { return d == "ai.onnx" ? std::string() : d; }
+
+Result<ValueInfo> convert_type(const std::string& name, const onnx::TypeProto& tp) {
+  ValueInfo vi;
+  vi.name = name;
+  const onnx::TypeProto* t = &tp;
+  if (t->has_optional_type()) {
+    vi.type = ValueType::kOptional;
+    t = &t->optional_type().elem_type();
+    vi.optional_elem = t->has_sequence_type() ? ValueType::kSequence : ValueType::kTensor;
+  } else if (t->has_sequence_type()) {
+    vi.type = ValueType::kSequence;
+  }
+  if (t->has_sequence_type()) t = &t->sequence_type().elem_type();
+  if (t->has_tensor_type()) {
+    const auto& tt = t->tensor_type();
+    vi.dtype = static_cast<DataType>(tt.elem_type());
+    if (tt.has_shape()) {
+      std::vector<Dim> dims;
+      for (const auto& d : tt.shape().dim()) {
+        Dim dim;
+        if (d.has_dim_value()) dim.value = d.dim_value();
+        else if (d.has_dim_param()) dim.param = d.dim_param();
+        dims.push_back(dim);
+      }
+      vi.shape = std::move(dims);
+    }
+  } else if (vi.type == ValueType::kTensor && !t->has_tensor_type()) {
+    vi.type = t->value_case() == onnx::TypeProto::VALUE_NOT_SET ? ValueType::kTensor : ValueType::kUnknown;
+  }
+  return vi;
+}
+
+Result<Tensor> convert_tensor(const onnx::TensorProto& t, const std::string& base_dir) {
+  const std::string what = "tensor '" + t.name() + "'";
+  if (!dtype_is_known(t.data_type()))
+    return unsupported(what + " has element type " + std::to_string(t.data_type()) + ", which bulkhead does not support");
+  DataType dt = static_cast<DataType>(t.data_type());
+  Shape shape(t.dims().begin(), t.dims().end());
+  for (int64_t d : shape)
+    if (d < 0) return invalid_model(what + " has a negative dimension");
+  int64_t n = shape_numel(shape);
+  if (dt == DataType::kString) {
+    Tensor out = Tensor::host(dt, shape);
+    if (t.string_data_size() != n) return invalid_model(what + ": expected " + std::to_string(n) + " strings, found " + std::to_string(t.string_data_size()));
+    for (int64_t i = 0; i < n; ++i) out.strings()[i] = t.string_data(static_cast<int>(i));
+    return out;
+  }
+  size_t esz = dtype_size(dt);
+  size_t nbytes = static_cast<size_t>(n) * esz;
+  Tensor out = Tensor::host(dt, shape);
+  char* dst = static_cast<char*>(out.raw());
+
+  if (t.data_location() == onnx::TensorProto::EXTERNAL) {
+    std::string location;
+    int64_t offset = 0, length = -1;
+    for (const auto& kv : t.external_data()) {
+      if (kv.key() == "location") location = kv.value();
+      else if (kv.key() == "offset") offset = std::stoll(kv.value());
+      else if (kv.key() == "length") length = std::stoll(kv.value());
+    }
+    if (location.empty()) return invalid_model(what + " has external data without a location");
+    if (location.find("..") != std::string::npos || (!location.empty() && location[0] == '/'))
+      return invalid_model(what + ": external data location '" + location + "' must be a relative path inside the model folder");
+    if (base_dir.empty()) return invalid_model(what + " uses external data but the model was not loaded from a file");
+    std::string path = base_dir + "/" + location;
+    std::ifstream f(path, std::ios::binary);
+    if (!f) return not_found(what + ": external data file '" + path + "' not found");
+    f.seekg(0, std::ios::end);
+    int64_t fsize = f.tellg();
+    if (length < 0) length = fsize - offset;
+    if (static_cast<size_t>(length) != nbytes || offset + length > fsize)
+      return invalid_model(what + ": external data in '" + path + "' has " + std::to_string(length) + " bytes at offset " +
+                           std::to_string(offset) + ", expected " + std::to_string(nbytes));
+    f.seekg(offset);
+    f.read(dst, static_cast<std::streamsize>(nbytes));
+    if (!f) return invalid_model(what + ": short read from '" + path + "'");
+    return out;
+  }
+  if (t.has_raw_data()) {
+    if (t.raw_data().size() != nbytes)
+      return invalid_model(what + ": raw data has " + std::to_string(t.raw_data().size()) + " bytes, expected " + std::to_string(nbytes));
+    if (nbytes) std::memcpy(dst, t.raw_data().data(), nbytes);
+    return out;
+  }
+  auto check = [&](int count) -> Status {
+    if (count != n)
+      return invalid_model(what + ": expected " + std::to_string(n) + " values, found " + std::to_string(count));
+    return Status::ok();
+  };
+  switch (dt) {
+    case DataType::kFloat32:
+      BH_RETURN_IF_ERROR(check(t.float_data_size()));
+      if (n) std::memcpy(dst, t.float_data().data(), nbytes);
+      break;
+    case DataType::kFloat64:
+      BH_RETURN_IF_ERROR(check(t.double_data_size()));
+      if (n) std::memcpy(dst, t.double_data().data(), nbytes);
+      break;
+    case DataType::kInt64:
+      BH_RETURN_IF_ERROR(check(t.int64_data_size()));
+      if (n) std::memcpy(dst, t.int64_data().data(), nbytes);
+      break;
+    case DataType::kUInt32: case DataType::kUInt64:
+      BH_RETURN_IF_ERROR(check(t.uint64_data_size()));
+      for (int64_t i = 0; i < n; ++i) {
+        uint64_t v = t.uint64_data(static_cast<int>(i));
+        if (dt == DataType::kUInt32) reinterpret_cast<uint32_t*>(dst)[i] = static_cast<uint32_t>(v);
+        else reinterpret_cast<uint64_t*>(dst)[i] = v;
+      }
+      break;
+    case DataType::kInt32: case DataType::kInt16: case DataType::kInt8: case DataType::kUInt16:
+    case DataType::kUInt8: case DataType::kBool: case DataType::kFloat16: case DataType::kBFloat16:
+      BH_RETURN_IF_ERROR(check(t.int32_data_size()));
+      for (int64_t i = 0; i < n; ++i) {
+        int32_t v = t.int32_data(static_cast<int>(i));
+        switch (esz) {
+          case 4: reinterpret_cast<int32_t*>(dst)[i] = v; break;
+          case 2: reinterpret_cast<uint16_t*>(dst)[i] = static_cast<uint16_t>(v); break;
+          default: reinterpret_cast<uint8_t*>(dst)[i] = static_cast<uint8_t>(v); break;
+        }
+      }
+      break;
+    default:
+      return unsupported(what + " has element type " + dtype_name(dt) + ", which bulkhead does not support");
+  }
+  return out;
+}
+
+Result<std::shared_ptr<Graph>> convert_graph(const onnx::GraphProto& gp, Ctx& ctx);
+
+Result<Attribute> convert_attr(const onnx::AttributeProto& a, Ctx& ctx, const std::string& where) {
+  Attribute r;
+  switch (a.type()) {
+    case onnx::AttributeProto::FLOAT: r.type = AttrType::kFloat; r.f = a.f(); break;
+    case onnx::AttributeProto::INT: r.type = AttrType::kInt; r.i = a.i(); break;
+    case onnx::AttributeProto::STRING: r.type = AttrType::kString; r.s = a.s(); break;
+    case onnx::AttributeProto::TENSOR: {
+      r.type = AttrType::kTensor;
+      BH_ASSIGN_OR_RETURN(r.t, convert_tensor(a.t(), ctx.base_dir));
+      break;
+    }
+    case onnx::AttributeProto::GRAPH: {
+      r.type = AttrType::kGraph;
+      BH_ASSIGN_OR_RETURN(auto g, convert_graph(a.g(), ctx));
+      r.g = std::move(g);
+      break;
+    }
+    case onnx::AttributeProto::FLOATS: r.type = AttrType::kFloats; r.floats.assign(a.floats().begin(), a.floats().end()); break;
+    case onnx::AttributeProto::INTS: r.type = AttrType::kInts; r.ints.assign(a.ints().begin(), a.ints().end()); break;
+    case onnx::AttributeProto::STRINGS: r.type = AttrType::kStrings; r.strings.assign(a.strings().begin(), a.strings().end()); break;
+    case onnx::AttributeProto::TENSORS:
+      r.type = AttrType::kTensors;
+      for (const auto& t : a.tensors()) {
+        BH_ASSIGN_OR_RETURN(auto tt, convert_tensor(t, ctx.base_dir));
+        r.tensors.push_back(std::move(tt));
+      }
+      break;
+    case onnx::AttributeProto::GRAPHS:
+      r.type = AttrType::kGraphs;
+      for (const auto& g : a.graphs()) {
+        BH_ASSIGN_OR_RETURN(auto gg, convert_graph(g, ctx));
+        r.graphs.push_back(std::move(gg));
+      }
+      break;
+    default:
+      return unsupported(where + "attribute '" + a.name() + "' has a type bulkhead does not support (" +
+                         std::to_string(static_cast<int>(a.type())) + ")");
+  }
+  return r;
+}
+
+// Turns a Constant node into the tensor it defines.
+Result<Tensor> constant_value(const Node& n) {
+  if (n.attrs.size() != 1) return invalid_model(n.label() + ": Constant needs exactly one value attribute");
+  const auto& [name, a] = *n.attrs.begin();
+  if (name == "value" && a.type == AttrType::kTensor) return a.t;
+  if (name == "value_float") return Tensor::from_vector<float>(DataType::kFloat32, {}, {a.f});
+  if (name == "value_floats") return Tensor::from_vector<float>(DataType::kFloat32, {static_cast<int64_t>(a.floats.size())}, a.floats);
+  if (name == "value_int") return Tensor::from_vector<int64_t>(DataType::kInt64, {}, {a.i});
+  if (name == "value_ints") return Tensor::from_vector<int64_t>(DataType::kInt64, {static_cast<int64_t>(a.ints.size())}, a.ints);
+  if (name == "value_string" || name == "value_strings") {
+    std::vector<std::string> s = name == "value_string" ? std::vector<std::string>{a.s} : a.strings;
+    Tensor t = Tensor::host(DataType::kString, name == "value_string" ? Shape{} : Shape{static_cast<int64_t>(s.size())});
+    for (size_t i = 0; i < s.size(); ++i) t.strings()[i] = s[i];
+    return t;
+  }
+  return unsupported(n.label() + ": Constant attribute '" + name + "' is not supported");
+}
+
+Status topo_sort(Graph& g, const std::string& where) {
+  std::unordered_set<std::string> avail;
+  for (auto& i : g.inputs) avail.insert(i.name);
+  for (auto& [k, v] : g.initializers) avail.insert(k);
+  // Names from enclosing scopes count as available.
+  std::unordered_set<std::string> produced;
+  for (auto& n : g.nodes)
+    for (auto& o : n.outputs)
+      if (!o.empty()) produced.insert(o);
+  std::vector<Node> sorted;
+  sorted.reserve(g.nodes.size());
+  std::vector<bool> done(g.nodes.size(), false);
+  size_t remaining = g.nodes.size();
+  // Stable: repeatedly take the first node whose inputs are ready (files are almost
+  // always sorted already, so this is one pass).
+  size_t start = 0;
+  while (remaining) {
+    bool progress = false;
+    for (size_t i = start; i < g.nodes.size(); ++i) {
+      if (done[i]) continue;
+      bool ready = true;
+      for (auto& in : g.nodes[i].inputs)
+        if (!in.empty() && produced.count(in) && !avail.count(in)) { ready = false; break; }
+      if (!ready) continue;
+      done[i] = true;
+      --remaining;
+      progress = true;
+      for (auto& o : g.nodes[i].outputs)
+        if (!o.empty()) avail.insert(o);
+      sorted.push_back(std::move(g.nodes[i]));
+      while (start < done.size() && done[start]) ++start;
+    }
+    if (!progress) return invalid_model(where + "graph '" + g.name + "' has a cycle or a node whose input is never produced");
+  }
+  g.nodes = std::move(sorted);
+  return Status::ok();
+}
+
+// Names read by nodes of `g` (and, recursively, its subgraphs) that `g` does not define.
+void compute_outer_refs(Graph& g) {
+  std::unordered_set<std::string> defined;
+  for (auto& i : g.inputs) defined.insert(i.name);
+  for (auto& [k, v] : g.initializers) defined.insert(k);
+  std::unordered_set<std::string> seen;
+  auto use = [&](const std::string& n) {
+    if (!n.empty() && !defined.count(n) && seen.insert(n).second) g.outer_refs.push_back(n);
+  };
+  for (auto& n : g.nodes) {
+    for (auto& in : n.inputs) use(in);
+    for (auto& [name, a] : n.attrs) {
+      if (a.g)
+        for (auto& r : a.g->outer_refs) use(r);
+      for (auto& sg : a.graphs)
+        for (auto& r : sg->outer_refs) use(r);
+    }
+    for (auto& o : n.outputs)
+      if (!o.empty()) defined.insert(o);
+  }
+  for (auto& o : g.outputs) use(o.name);
+}
+
+Result<std::shared_ptr<Graph>> convert_graph(const onnx::GraphProto& gp, Ctx& ctx) {
+  auto g = std::make_shared<Graph>();
+  g->name = gp.name();
+  const std::string where = "'" + ctx.model_name + "': ";
+  for (const auto& t : gp.initializer()) {
+    auto tensor = convert_tensor(t, ctx.base_dir);
+    if (!tensor.is_ok()) return tensor.status().with_context(where);
+    g->initializers[t.name()] = std::move(tensor).value();
+  }
+  if (gp.sparse_initializer_size() > 0) return unsupported(where + "sparse initializers are not supported");
+  for (const auto& vi : gp.input()) {
+    BH_ASSIGN_OR_RETURN(auto v, convert_type(vi.name(), vi.type()));
+    g->inputs.push_back(std::move(v));
+  }
+  for (const auto& vi : gp.output()) {
+    BH_ASSIGN_OR_RETURN(auto v, convert_type(vi.name(), vi.type()));
+    g->outputs.push_back(std::move(v));
+  }
+  for (const auto& vi : gp.value_info()) {
+    BH_ASSIGN_OR_RETURN(auto v, convert_type(vi.name(), vi.type()));
+    g->value_info[vi.name()] = std::move(v);
+  }
+  for (const auto& np : gp.node()) {
+    Node n;
+    n.op_type = np.op_type();
+    n.domain = norm_domain(np.domain());
+    n.name = np.name().empty() ? n.op_type + "_" + std::to_string(ctx.node_counter) : np.name();
+    ++ctx.node_counter;
+    auto ov = ctx.opsets.find(n.domain);
+    n.opset = ov == ctx.opsets.end() ? 0 : ov->second;
+    n.inputs.assign(np.input().begin(), np.input().end());
+    n.outputs.assign(np.output().begin(), np.output().end());
+    for (const auto& a : np.attribute()) {
+      if (!a.ref_attr_name().empty())
+        return unsupported(where + n.label() + ": attribute references (functions) are not supported");
+      BH_ASSIGN_OR_RETURN(auto attr, convert_attr(a, ctx, where + n.label() + ": "));
+      n.attrs[a.name()] = std::move(attr);
+    }
+    if (n.op_type == "Constant" && n.domain.empty() && n.outputs.size() == 1) {
+      BH_ASSIGN_OR_RETURN(Tensor t, constant_value(n));
+      g->initializers[n.outputs[0]] = std::move(t);
+      continue;
+    }
+    g->nodes.push_back(std::move(n));
+  }
+  BH_RETURN_IF_ERROR(topo_sort(*g, where));
+  compute_outer_refs(*g);
+  return g;
+}
+
+}  // namespace
+
+Result<Tensor> tensor_from_proto(const onnx::TensorProto& t, const std::string& base_dir) { return convert_tensor(t, base_dir); }
+
+Result<Model> convert_model(const onnx::ModelProto& proto, const std::string& name, const std::string& base_dir) {
+  if (!proto.has_graph()) return invalid_model("'" + name + "' has no graph (is it an ONNX model?)");
+  Ctx ctx;
+  ctx.model_name = name;
+  ctx.base_dir = base_dir;
+  for (const auto& os : proto.opset_import()) ctx.opsets[norm_domain(os.domain())] = static_cast<int>(os.version());
+  if (proto.opset_import_size() == 0) ctx.opsets[""] = 1;  // IR < 3 semantics
+  if (proto.functions_size() > 0) {
+    // Model-local functions: nodes that call them are reported as unsupported operators.
+  }
+  Model m;
+  m.ir_version = proto.ir_version();
+  m.opsets = ctx.opsets;
+  m.producer = proto.producer_name();
+  m.path = name;
+
+  // Shape inference from the ONNX library (1.12): it knows opsets up to 17. Its results
+  // only add value_info; a failure (newer opsets, unknown domains) is not an error.
+  onnx::ModelProto inferred;
+  bool have_inferred = false;
+  int max_opset = 0;
+  for (auto& [d, v] : ctx.opsets) if (d.empty()) max_opset = v;
+  if (max_opset <= 17 && proto.ir_version() <= 8) {
+    try {
+      inferred = proto;
+      onnx::ShapeInferenceOptions opts{false, 0, false};
+      onnx::shape_inference::InferShapes(inferred, onnx::OpSchemaRegistry::Instance(), opts);
+      have_inferred = true;
+    } catch (...) {
+      have_inferred = false;
+    }
+  }
+  BH_ASSIGN_OR_RETURN(m.graph, convert_graph(have_inferred ? inferred.graph() : proto.graph(), ctx));
+  return m;
+}
+
+Result<Model> load_model_from_bytes(const void* data, size_t size, const std::string& name, const std::string& base_dir) {
+  onnx::ModelProto proto;
+  if (size == 0) return invalid_model("'" + name + "' is empty, not an ONNX model");
+  if (!parse_large(proto, data, size))
+    return invalid_model("'" + name + "' is not a valid ONNX model (protobuf parse failed; truncated or not ONNX?)");
+  return convert_model(proto, name, base_dir);
+}
+
+Result<Model> load_model(const std::string& path) {
+  BH_ASSIGN_OR_RETURN(std::string bytes, read_file(path));
+  std::string dir = ".";
+  auto slash = path.find_last_of('/');
+  if (slash != std::string::npos) dir = path.substr(0, slash);
+  return load_model_from_bytes(bytes.data(), bytes.size(), path, dir);
+}
+
+namespace {
+Result<Value> value_from_sequence(const onnx::SequenceProto& s, const std::string& base_dir);
+Result<Value> value_from_optional(const onnx::OptionalProto& o, const std::string& base_dir) {
+  Value v;
+  v.is_optional = true;
+  if (o.elem_type() == onnx::OptionalProto::TENSOR && o.has_tensor_value()) {
+    BH_ASSIGN_OR_RETURN(Tensor t, convert_tensor(o.tensor_value(), base_dir));
+    v = Value(std::move(t));
+  } else if (o.elem_type() == onnx::OptionalProto::SEQUENCE && o.has_sequence_value()) {
+    BH_ASSIGN_OR_RETURN(v, value_from_sequence(o.sequence_value(), base_dir));
+  }
+  v.is_optional = true;
+  return v;
+}
+Result<Value> value_from_sequence(const onnx::SequenceProto& s, const std::string& base_dir) {
+  if (s.elem_type() != onnx::SequenceProto::TENSOR && s.elem_type() != onnx::SequenceProto::UNDEFINED)
+    return unsupported("sequence '" + s.name() + "': only sequences of tensors are supported");
+  std::vector<Tensor> items;
+  DataType dt = DataType::kUndefined;
+  for (const auto& t : s.tensor_values()) {
+    BH_ASSIGN_OR_RETURN(Tensor x, convert_tensor(t, base_dir));
+    dt = x.dtype();
+    items.push_back(std::move(x));
+  }
+  return Value::make_sequence(std::move(items), dt);
+}
+}  // namespace
+
+Result<Value> load_value_pb(const std::string& path, char hint) {
+  BH_ASSIGN_OR_RETURN(std::string bytes, read_file(path));
+  std::string dir = path.substr(0, path.find_last_of('/'));
+  if (hint == 's') {
+    onnx::SequenceProto s;
+    if (!parse_large(s, bytes.data(), bytes.size())) return invalid_model("'" + path + "' is not a SequenceProto");
+    return value_from_sequence(s, dir);
+  }
+  if (hint == 'o') {
+    onnx::OptionalProto o;
+    if (!parse_large(o, bytes.data(), bytes.size())) return invalid_model("'" + path + "' is not an OptionalProto");
+    return value_from_optional(o, dir);
+  }
+  onnx::TensorProto t;
+  if (!parse_large(t, bytes.data(), bytes.size())) return invalid_model("'" + path + "' is not a TensorProto");
+  BH_ASSIGN_OR_RETURN(Tensor x, convert_tensor(t, dir));
+  return Value(std::move(x));
+}
+
+}  // namespace bulkhead::ir

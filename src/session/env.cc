@@ -1,0 +1,80 @@
+#include <charconv>
+
+#include "session/env_impl.h"
+
+namespace bulkhead {
+
+const char* version() { return BULKHEAD_VERSION; }
+
+EnvImpl::EnvImpl() { backends_["cpu"] = make_cpu_backend(); }
+
+Status EnvImpl::register_backend(std::shared_ptr<Backend> backend) {
+  if (!backend) return invalid_argument("register_backend: null backend");
+  std::lock_guard lock(mu_);
+  std::string n = backend->name();
+  if (backends_.count(n)) return invalid_argument("a backend named '" + n + "' is already registered");
+  backends_[n] = std::move(backend);
+  return Status::ok();
+}
+
+std::vector<std::string> EnvImpl::backend_names() const {
+  std::lock_guard lock(mu_);
+  std::vector<std::string> r;
+  for (auto& [n, b] : backends_) r.push_back(n);
+  return r;
+}
+
+std::vector<DeviceInfo> EnvImpl::devices() const {
+  std::vector<std::shared_ptr<Backend>> bs;
+  {
+    std::lock_guard lock(mu_);
+    for (auto& [n, b] : backends_) bs.push_back(b);
+  }
+  std::vector<DeviceInfo> r;
+  for (auto& b : bs)
+    for (auto& d : b->enumerate()) r.push_back(d);
+  return r;
+}
+
+int EnvImpl::open_device_count() const {
+  std::lock_guard lock(mu_);
+  int n = 0;
+  for (auto& [k, w] : devices_) n += !w.expired();
+  return n;
+}
+
+Result<std::shared_ptr<Device>> EnvImpl::acquire_device(const std::string& spec) {
+  std::string name = spec;
+  int ordinal = 0;
+  auto colon = spec.find(':');
+  if (colon != std::string::npos) {
+    name = spec.substr(0, colon);
+    std::string num = spec.substr(colon + 1);
+    auto [p, ec] = std::from_chars(num.data(), num.data() + num.size(), ordinal);
+    if (ec != std::errc() || p != num.data() + num.size() || ordinal < 0 || num.empty())
+      return invalid_argument("bad device '" + spec + "': expected NAME or NAME:INDEX, e.g. cpu or vulkan:0");
+  }
+  std::lock_guard lock(mu_);
+  auto b = backends_.find(name);
+  if (b == backends_.end()) {
+    std::string avail;
+    for (auto& [n, x] : backends_) avail += (avail.empty() ? "" : ", ") + n;
+    return not_found("unknown device '" + spec + "' (backends available: " + avail + ")");
+  }
+  auto& slot = devices_[{name, ordinal}];
+  if (auto d = slot.lock()) return d;
+  BH_ASSIGN_OR_RETURN(auto dev, b->second->open_device(ordinal, router_));
+  slot = dev;
+  return dev;
+}
+
+Env::Env() : impl_(std::make_shared<EnvImpl>()) {}
+Env::~Env() = default;
+
+Status Env::copy(const Tensor& src, const Tensor& dst) const { return impl_->router()->copy(src, dst); }
+Status Env::register_backend(std::shared_ptr<Backend> backend) const { return impl_->register_backend(std::move(backend)); }
+std::vector<std::string> Env::backends() const { return impl_->backend_names(); }
+std::vector<DeviceInfo> Env::devices() const { return impl_->devices(); }
+int Env::open_device_count() const { return impl_->open_device_count(); }
+
+}  // namespace bulkhead

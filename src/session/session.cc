@@ -1,0 +1,247 @@
+#include <thread>
+#include <unordered_set>
+
+#include "exec/executor.h"
+#include "ir/onnx_import.h"
+#include "session/env_impl.h"
+
+namespace bulkhead {
+
+struct SessionAccess {
+  static Session make(std::shared_ptr<SessionImpl> impl) {
+    Session s;
+    s.impl_ = std::move(impl);
+    return s;
+  }
+};
+
+class SessionImpl {
+ public:
+  std::shared_ptr<EnvImpl> env;
+  SessionOptions options;
+  ir::Model model;
+  exec::CompileOptions compile_options;
+  std::unique_ptr<exec::CompiledGraph> plan;
+  std::vector<IoInfo> inputs, outputs;
+  std::vector<bool> input_required;
+
+  ~SessionImpl() {
+    // Kernels and constants go before the devices and allocators they came from.
+    plan.reset();
+    compile_options.placements.clear();
+  }
+};
+
+namespace {
+
+IoInfo to_io(const ir::ValueInfo& v) {
+  IoInfo io;
+  io.name = v.name;
+  io.dtype = v.dtype;
+  io.is_tensor = v.type == ir::ValueType::kTensor;
+  io.type_string = v.type_string();
+  if (v.shape) {
+    io.has_shape = true;
+    for (auto& d : *v.shape) {
+      io.shape.push_back(d.fixed() ? d.value : -1);
+      io.dim_names.push_back(d.param);
+    }
+  }
+  return io;
+}
+
+int default_threads() {
+  unsigned n = std::thread::hardware_concurrency();
+  return n ? static_cast<int>(n) : 1;
+}
+
+Result<Session> build_session(const std::shared_ptr<EnvImpl>& env, ir::Model model, const SessionOptions& options) {
+  if (options.threads < 0) return invalid_argument("threads must be >= 0, got " + std::to_string(options.threads));
+  if (options.devices.empty()) return invalid_argument("no devices given");
+  auto impl = std::make_shared<SessionImpl>();
+  impl->env = env;
+  impl->options = options;
+  impl->model = std::move(model);
+  uint64_t id = env->next_session_id();
+  impl->compile_options.threads = options.threads ? options.threads : default_threads();
+  for (const auto& spec : options.devices) {
+    BH_ASSIGN_OR_RETURN(auto dev, env->acquire_device(spec));
+    auto alloc = dev->create_session_allocator("session#" + std::to_string(id));
+    impl->compile_options.placements.push_back({std::move(dev), std::move(alloc)});
+  }
+  const ir::Graph& g = *impl->model.graph;
+  auto compiled = exec::compile(g, impl->compile_options);
+  if (!compiled.is_ok()) return compiled.status().with_context("'" + impl->model.path + "': ");
+  impl->plan = std::move(compiled).value();
+  for (auto& in : g.inputs) {
+    impl->inputs.push_back(to_io(in));
+    impl->input_required.push_back(!g.initializers.count(in.name));
+  }
+  for (auto& out : g.outputs) impl->outputs.push_back(to_io(out));
+  return SessionAccess::make(std::move(impl));
+}
+
+Status check_input(const IoInfo& io, const Value& v) {
+  if (!io.is_tensor) return Status::ok();
+  if (!v.is_tensor()) return invalid_argument("input '" + io.name + "': expected a tensor " + io.type_string + ", got " + v.describe());
+  const Tensor& t = v.tensor;
+  if (io.dtype != DataType::kUndefined && t.dtype() != io.dtype)
+    return invalid_argument("input '" + io.name + "': expected element type " + dtype_name(io.dtype) + ", got " + dtype_name(t.dtype()));
+  if (io.has_shape) {
+    bool ok = static_cast<int>(io.shape.size()) == t.rank();
+    for (size_t i = 0; ok && i < io.shape.size(); ++i) ok = io.shape[i] < 0 || io.shape[i] == t.shape()[i];
+    if (!ok) return invalid_argument("input '" + io.name + "': expected shape " + io.type_string + ", got " + t.describe());
+  }
+  if (t.dtype() != DataType::kString && t.numel() > 0 && !t.raw())
+    return invalid_argument("input '" + io.name + "': tensor has no host-readable data");
+  return Status::ok();
+}
+
+}  // namespace
+
+Result<SessionOptions> SessionOptions::parse(const std::string& spec) {
+  SessionOptions o;
+  size_t pos = 0;
+  while (pos < spec.size()) {
+    size_t end = spec.find(';', pos);
+    if (end == std::string::npos) end = spec.size();
+    std::string item = spec.substr(pos, end - pos);
+    pos = end + 1;
+    if (item.empty()) continue;
+    auto eq = item.find('=');
+    if (eq == std::string::npos) return invalid_argument("bad session option '" + item + "': expected KEY=VALUE");
+    std::string k = item.substr(0, eq), v = item.substr(eq + 1);
+    if (k == "devices" || k == "device") {
+      o.devices.clear();
+      size_t p = 0;
+      while (p <= v.size()) {
+        size_t c = v.find(',', p);
+        if (c == std::string::npos) c = v.size();
+        if (c > p) o.devices.push_back(v.substr(p, c - p));
+        p = c + 1;
+      }
+      if (o.devices.empty()) return invalid_argument("session option 'devices' is empty");
+    } else if (k == "threads") {
+      try {
+        size_t used = 0;
+        int n = std::stoi(v, &used);
+        if (used != v.size() || n < 0 || n > 1024) throw std::invalid_argument(v);
+        o.threads = n;
+      } catch (...) {
+        return invalid_argument("bad value '" + v + "' for session option 'threads': expected an integer 0..1024");
+      }
+    } else if (k == "graph_capture") {
+      if (v == "1" || v == "true" || v == "on") o.graph_capture = true;
+      else if (v == "0" || v == "false" || v == "off") o.graph_capture = false;
+      else return invalid_argument("bad value '" + v + "' for session option 'graph_capture': expected 0 or 1");
+    } else {
+      return invalid_argument("unknown session option '" + k + "' (known: devices, threads, graph_capture)");
+    }
+  }
+  return o;
+}
+
+Result<Session> Env::load(const std::string& path, const SessionOptions& options) const {
+  BH_ASSIGN_OR_RETURN(auto model, ir::load_model(path));
+  return build_session(impl_, std::move(model), options);
+}
+
+Result<Session> Env::load_bytes(const std::string& bytes, const std::string& name, const SessionOptions& options) const {
+  BH_ASSIGN_OR_RETURN(auto model, ir::load_model_from_bytes(bytes.data(), bytes.size(), name, ""));
+  return build_session(impl_, std::move(model), options);
+}
+
+const std::vector<IoInfo>& Session::inputs() const { return impl_->inputs; }
+const std::vector<IoInfo>& Session::outputs() const { return impl_->outputs; }
+const SessionOptions& Session::options() const { return impl_->options; }
+
+std::vector<std::pair<std::string, int>> Session::placement() const {
+  std::vector<std::pair<std::string, int>> r;
+  const auto& pl = impl_->compile_options.placements;
+  for (size_t i = 0; i < pl.size(); ++i)
+    r.emplace_back(pl[i].device->info().backend + ":" + std::to_string(pl[i].device->info().ordinal),
+                   impl_->plan->node_count_per_placement[i]);
+  return r;
+}
+
+Result<NamedValues> Session::run_values(const NamedValues& inputs, const RunOptions& options) const {
+  if (!impl_) return invalid_argument("run on an empty Session");
+  const SessionImpl& s = *impl_;
+  std::vector<Value> bound(s.inputs.size());
+  std::vector<bool> given(s.inputs.size(), false);
+  std::unordered_set<const Buffer*> foreign;  // buffers the run must not hand back
+  for (const auto& [name, value] : inputs) {
+    size_t idx = 0;
+    while (idx < s.inputs.size() && s.inputs[idx].name != name) ++idx;
+    if (idx == s.inputs.size()) {
+      std::string names;
+      for (size_t i = 0; i < s.inputs.size(); ++i)
+        if (s.input_required[i]) names += (names.empty() ? "" : ", ") + s.inputs[i].name;
+      return invalid_argument("unknown input '" + name + "' (the model's inputs are: " + names + ")");
+    }
+    if (given[idx]) return invalid_argument("input '" + name + "' is given twice");
+    BH_RETURN_IF_ERROR(check_input(s.inputs[idx], value));
+    given[idx] = true;
+    bound[idx] = value;
+    if (value.is_tensor() && value.tensor.buffer()) foreign.insert(value.tensor.buffer().get());
+    for (auto& t : value.sequence)
+      if (t.buffer()) foreign.insert(t.buffer().get());
+  }
+  for (size_t i = 0; i < s.inputs.size(); ++i)
+    if (!given[i] && s.input_required[i])
+      return invalid_argument("missing input '" + s.inputs[i].name + "' (" + s.inputs[i].type_string + ")");
+
+  std::vector<size_t> wanted;
+  if (options.outputs.empty()) {
+    for (size_t i = 0; i < s.outputs.size(); ++i) wanted.push_back(i);
+  } else {
+    for (const auto& n : options.outputs) {
+      size_t i = 0;
+      while (i < s.outputs.size() && s.outputs[i].name != n) ++i;
+      if (i == s.outputs.size()) return invalid_argument("unknown output '" + n + "'");
+      wanted.push_back(i);
+    }
+  }
+
+  exec::RunContext rc;
+  rc.opts = &s.compile_options;
+  rc.router = s.env->router().get();
+  rc.threads = s.compile_options.threads;
+  std::vector<std::shared_ptr<void>> guards;
+  for (auto& p : s.compile_options.placements) guards.push_back(p.device->enter_run(rc.threads));
+  auto outs = exec::run(*s.plan, std::move(bound), rc);
+  guards.clear();
+  if (!outs.is_ok()) return outs.status();
+
+  for (const auto& [slot, v] : s.plan->constants) {
+    if (v.is_tensor() && v.tensor.buffer()) foreign.insert(v.tensor.buffer().get());
+  }
+  NamedValues result;
+  for (size_t i : wanted) {
+    Value v = (*outs)[i];
+    // Outputs are the caller's: never an alias of an input or of the model's weights.
+    auto own = [&](Tensor& t) {
+      if (t.buffer() && foreign.count(t.buffer().get())) t = t.clone_host();
+      else if (t.dtype() == DataType::kString) t = t.clone_host();
+    };
+    if (v.is_tensor()) own(v.tensor);
+    for (auto& t : v.sequence) own(t);
+    result.emplace_back(s.outputs[i].name, std::move(v));
+  }
+  return result;
+}
+
+Result<NamedTensors> Session::run(const NamedTensors& inputs, const RunOptions& options) const {
+  NamedValues in;
+  in.reserve(inputs.size());
+  for (const auto& [n, t] : inputs) in.emplace_back(n, Value(t));
+  BH_ASSIGN_OR_RETURN(auto outs, run_values(in, options));
+  NamedTensors r;
+  for (auto& [n, v] : outs) {
+    if (!v.is_tensor()) return unsupported("output '" + n + "' is " + v.describe() + ", not a tensor: use run_values()");
+    r.emplace_back(n, std::move(v.tensor));
+  }
+  return r;
+}
+
+}  // namespace bulkhead

@@ -1,0 +1,21 @@
+// Subcommands of the `bulkhead` program. Each returns the process exit code and prints
+// errors as one line on stderr: "bulkhead <cmd>: error: <what>".
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <string>
+
+#include "bulkhead/status.h"
+
+namespace bulkhead::cli {
+
+void add_devices(CLI::App& app);
+void add_run(CLI::App& app);
+void add_conformance(CLI::App& app);
+void add_demo(CLI::App& app);
+
+// Prints "bulkhead <cmd>: error: <message>" and returns the exit code for `s`.
+int fail(const std::string& cmd, const Status& s);
+int fail(const std::string& cmd, const std::string& message, int code = 1);
+
+}  // namespace bulkhead::cli

@@ -1,0 +1,24 @@
+#include <cstdio>
+
+#include "backend/backend.h"
+#include "bulkhead/bulkhead.hpp"
+#include "cli.h"
+
+namespace bulkhead::cli {
+
+void add_devices(CLI::App& app) {
+  auto* cmd = app.add_subcommand("devices", "List backends and devices, with driver versions and submission policies");
+  cmd->callback([]() {
+    Env env;
+    auto devs = env.devices();
+    std::printf("%-10s %-50s %-16s %s\n", "device", "name", "driver", "submission policy");
+    for (auto& d : devs)
+      std::printf("%-10s %-50s %-16s %s\n", (d.backend + ":" + std::to_string(d.ordinal)).c_str(), d.name.c_str(),
+                  d.driver.c_str(), d.submit_policy.c_str());
+    std::printf("%zu device(s); backends: ", devs.size());
+    for (auto& b : env.backends()) std::printf("%s ", b.c_str());
+    std::printf("\n");
+  });
+}
+
+}  // namespace bulkhead::cli

@@ -1,0 +1,159 @@
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <set>
+
+#include "bulkhead/bulkhead.hpp"
+#include "cli.h"
+#include "io/npy.h"
+
+namespace bulkhead::cli {
+namespace {
+
+struct RunArgs {
+  std::string model;
+  std::vector<std::string> inputs;
+  std::string devices = "cpu";
+  int threads = 0;
+  int repeat = 1;
+  int warmup = -1;
+  std::string output_dir;
+  bool quiet = false;
+};
+
+std::string stats(const Tensor& t) {
+  if (t.dtype() == DataType::kString) return "";
+  int64_t n = t.numel();
+  if (n == 0 || !t.raw()) return "(empty)";
+  double mn = INFINITY, mx = -INFINITY, sum = 0;
+  int64_t nan = 0, inf = 0;
+  auto at = [&](int64_t i) -> double {
+    switch (t.dtype()) {
+      case DataType::kFloat32: return t.data<float>()[i];
+      case DataType::kFloat64: return t.data<double>()[i];
+      case DataType::kFloat16: return half_to_float(t.data<uint16_t>()[i]);
+      case DataType::kInt64: return static_cast<double>(t.data<int64_t>()[i]);
+      case DataType::kInt32: return t.data<int32_t>()[i];
+      case DataType::kInt8: return t.data<int8_t>()[i];
+      case DataType::kUInt8: case DataType::kBool: return t.data<uint8_t>()[i];
+      default: return NAN;
+    }
+  };
+  for (int64_t i = 0; i < n; ++i) {
+    double v = at(i);
+    if (std::isnan(v)) { ++nan; continue; }
+    if (std::isinf(v)) ++inf;
+    mn = std::min(mn, v);
+    mx = std::max(mx, v);
+    sum += v;
+  }
+  char buf[256];
+  std::snprintf(buf, sizeof buf, "min %.6g  max %.6g  mean %.6g", mn, mx, n - nan ? sum / static_cast<double>(n - nan) : NAN);
+  std::string r = buf;
+  if (nan) r += "  nan " + std::to_string(nan);
+  if (inf) r += "  inf " + std::to_string(inf);
+  return r;
+}
+
+int run_cmd(const RunArgs& a) {
+  const std::string cmd = "run";
+  if (a.repeat < 1) return fail(cmd, "--repeat must be at least 1, got " + std::to_string(a.repeat), 2);
+  if (a.threads < 0) return fail(cmd, "--threads must be >= 0, got " + std::to_string(a.threads), 2);
+  auto opts = SessionOptions::parse("devices=" + a.devices);
+  if (!opts.is_ok()) return fail(cmd, opts.status());
+  opts->threads = a.threads;
+
+  Env env;
+  auto session = env.load(a.model, *opts);
+  if (!session.is_ok()) return fail(cmd, session.status());
+
+  NamedTensors inputs;
+  std::set<std::string> seen;
+  for (const auto& spec : a.inputs) {
+    std::string name, path;
+    auto eq = spec.find('=');
+    if (eq == std::string::npos) {
+      size_t required = 0;
+      for (auto& io : session->inputs()) required += io.is_tensor;
+      if (a.inputs.size() != 1 || session->inputs().empty())
+        return fail(cmd, "bad --input '" + spec + "': expected NAME=FILE.npy", 2);
+      name = session->inputs()[0].name;
+      path = spec;
+    } else {
+      name = spec.substr(0, eq);
+      path = spec.substr(eq + 1);
+    }
+    if (name.empty() || path.empty()) return fail(cmd, "bad --input '" + spec + "': expected NAME=FILE.npy", 2);
+    auto t = io::read_npy(path);
+    if (!t.is_ok()) return fail(cmd, t.status().with_context("input '" + name + "': "));
+    inputs.emplace_back(name, std::move(t).value());
+  }
+  if (!a.output_dir.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(a.output_dir, ec);
+    if (ec) return fail(cmd, "cannot create output directory '" + a.output_dir + "': " + ec.message());
+  }
+
+  int warmup = a.warmup >= 0 ? a.warmup : (a.repeat > 1 ? 1 : 0);
+  std::vector<double> ms;
+  Result<NamedTensors> outs = Status(StatusCode::kInternal, "no run");
+  for (int i = 0; i < warmup + a.repeat; ++i) {
+    auto t0 = std::chrono::steady_clock::now();
+    outs = session->run(inputs);
+    double dt = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    if (!outs.is_ok()) return fail(cmd, outs.status());
+    if (i >= warmup) ms.push_back(dt);
+  }
+  if (!a.quiet) {
+    std::printf("model %s\n", a.model.c_str());
+    for (auto& [dev, n] : session->placement()) std::printf("  %s: %d nodes\n", dev.c_str(), n);
+    for (auto& [name, t] : *outs) std::printf("output %-24s %-20s %s\n", name.c_str(), t.describe().c_str(), stats(t).c_str());
+  }
+  std::vector<double> sorted = ms;
+  std::sort(sorted.begin(), sorted.end());
+  double median = sorted.size() % 2 ? sorted[sorted.size() / 2] : (sorted[sorted.size() / 2 - 1] + sorted[sorted.size() / 2]) / 2;
+  std::printf("latency over %d run(s): median %.3f ms  min %.3f ms  (threads %d)\n", a.repeat, median, sorted.front(),
+              a.threads);
+
+  if (!a.output_dir.empty()) {
+    // Serialise everything first so that a failure leaves no output file behind.
+    std::vector<std::pair<std::string, std::string>> files;
+    for (auto& [name, t] : *outs) {
+      std::string safe = name;
+      for (char& c : safe)
+        if (c == '/' || c == '\\' || c == ':') c = '_';
+      auto bytes = io::to_npy(t);
+      if (!bytes.is_ok()) return fail(cmd, bytes.status().with_context("output '" + name + "': "));
+      files.emplace_back(a.output_dir + "/" + safe + ".npy", std::move(bytes).value());
+    }
+    for (auto& [path, bytes] : files) {
+      Status s = io::write_file_atomic(path, bytes);
+      if (!s.is_ok()) return fail(cmd, s);
+      std::printf("wrote %s\n", path.c_str());
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+
+void add_run(CLI::App& app) {
+  auto a = std::make_shared<RunArgs>();
+  auto* cmd = app.add_subcommand("run", "Run a model on .npy inputs; print outputs, statistics and latency");
+  cmd->add_option("model", a->model, "ONNX model file")->required();
+  cmd->add_option("-i,--input", a->inputs, "NAME=FILE.npy (repeatable; FILE.npy alone for a one-input model)");
+  cmd->add_option("-d,--device", a->devices, "devices in order of preference, e.g. cpu or vulkan:0,cpu");
+  cmd->add_option("-t,--threads", a->threads, "intra-op threads (0 = all cores)");
+  cmd->add_option("-r,--repeat", a->repeat, "timed runs (median and min are printed)");
+  cmd->add_option("--warmup", a->warmup, "untimed runs first (default 1 when --repeat > 1)");
+  cmd->add_option("-o,--output-dir", a->output_dir, "write each output as NAME.npy here");
+  cmd->add_flag("-q,--quiet", a->quiet, "print only the latency line");
+  cmd->callback([a]() {
+    int rc = run_cmd(*a);
+    if (rc) throw CLI::RuntimeError(rc);
+  });
+}
+
+}  // namespace bulkhead::cli
