@@ -22,8 +22,9 @@ class SessionImpl {
   ir::Model model;
   exec::CompileOptions compile_options;
   std::unique_ptr<exec::CompiledGraph> plan;
-  std::vector<IoInfo> inputs, outputs;
-  std::vector<bool> input_required;
+  std::vector<IoInfo> all_inputs;  // every graph input, in graph order (binding order)
+  std::vector<bool> input_required;  // false for inputs that default to an initializer
+  std::vector<IoInfo> inputs, outputs;  // public: required inputs only
 
   ~SessionImpl() {
     // Kernels and constants go before the devices and allocators they came from.
@@ -74,8 +75,10 @@ Result<Session> build_session(const std::shared_ptr<EnvImpl>& env, ir::Model mod
   if (!compiled.is_ok()) return compiled.status().with_context("'" + impl->model.path + "': ");
   impl->plan = std::move(compiled).value();
   for (auto& in : g.inputs) {
-    impl->inputs.push_back(to_io(in));
-    impl->input_required.push_back(!g.initializers.count(in.name));
+    bool required = !g.initializers.count(in.name);
+    impl->all_inputs.push_back(to_io(in));
+    impl->input_required.push_back(required);
+    if (required) impl->inputs.push_back(impl->all_inputs.back());
   }
   for (auto& out : g.outputs) impl->outputs.push_back(to_io(out));
   return SessionAccess::make(std::move(impl));
@@ -167,29 +170,28 @@ std::vector<std::pair<std::string, int>> Session::placement() const {
 Result<NamedValues> Session::run_values(const NamedValues& inputs, const RunOptions& options) const {
   if (!impl_) return invalid_argument("run on an empty Session");
   const SessionImpl& s = *impl_;
-  std::vector<Value> bound(s.inputs.size());
-  std::vector<bool> given(s.inputs.size(), false);
+  std::vector<Value> bound(s.all_inputs.size());
+  std::vector<bool> given(s.all_inputs.size(), false);
   std::unordered_set<const Buffer*> foreign;  // buffers the run must not hand back
   for (const auto& [name, value] : inputs) {
     size_t idx = 0;
-    while (idx < s.inputs.size() && s.inputs[idx].name != name) ++idx;
-    if (idx == s.inputs.size()) {
+    while (idx < s.all_inputs.size() && s.all_inputs[idx].name != name) ++idx;
+    if (idx == s.all_inputs.size()) {
       std::string names;
-      for (size_t i = 0; i < s.inputs.size(); ++i)
-        if (s.input_required[i]) names += (names.empty() ? "" : ", ") + s.inputs[i].name;
+      for (const auto& io : s.inputs) names += (names.empty() ? "" : ", ") + io.name;
       return invalid_argument("unknown input '" + name + "' (the model's inputs are: " + names + ")");
     }
     if (given[idx]) return invalid_argument("input '" + name + "' is given twice");
-    BH_RETURN_IF_ERROR(check_input(s.inputs[idx], value));
+    BH_RETURN_IF_ERROR(check_input(s.all_inputs[idx], value));
     given[idx] = true;
     bound[idx] = value;
     if (value.is_tensor() && value.tensor.buffer()) foreign.insert(value.tensor.buffer().get());
     for (auto& t : value.sequence)
       if (t.buffer()) foreign.insert(t.buffer().get());
   }
-  for (size_t i = 0; i < s.inputs.size(); ++i)
+  for (size_t i = 0; i < s.all_inputs.size(); ++i)
     if (!given[i] && s.input_required[i])
-      return invalid_argument("missing input '" + s.inputs[i].name + "' (" + s.inputs[i].type_string + ")");
+      return invalid_argument("missing input '" + s.all_inputs[i].name + "' (" + s.all_inputs[i].type_string + ")");
 
   std::vector<size_t> wanted;
   if (options.outputs.empty()) {

@@ -85,13 +85,16 @@ Result<int64_t> read_int_scalar(const Tensor* t, const std::string& what, const 
   return t->dtype() == DataType::kInt64 ? t->data<int64_t>()[0] : static_cast<int64_t>(t->data<int32_t>()[0]);
 }
 
-Result<bool> read_bool_scalar(const Value* v, const std::string& what, const std::string& where) {
+Result<bool> read_bool_scalar(const Value* v, const std::string& what, const KernelContext& ctx) {
+  if (v && v->is_tensor() && v->tensor.dtype() == DataType::kBool && v->tensor.numel() == 1 && v->tensor.raw())
+    return *static_cast<const uint8_t*>(v->tensor.raw()) != 0;
+  // Error paths only: the node label is built lazily.
+  const std::string where = ctx.where();
   if (!v || !v->is_tensor()) return invalid_argument(where + what + " must be a bool tensor");
   const Tensor& t = v->tensor;
   if (t.dtype() != DataType::kBool) return invalid_argument(where + what + " must be bool, got " + t.describe());
   if (t.numel() != 1) return invalid_argument(where + what + " must hold exactly one element, got " + t.describe());
-  if (!t.raw()) return invalid_argument(where + what + " is not in host memory");
-  return *static_cast<const uint8_t*>(t.raw()) != 0;
+  return invalid_argument(where + what + " is not in host memory");
 }
 
 Result<Tensor> scalar_int64(int64_t v) {
@@ -194,12 +197,11 @@ Result<std::unique_ptr<Kernel>> make_if(const KernelInfo& info) {
     return invalid_argument(info.where() + "then_branch has " + std::to_string(then_g->outputs.size()) +
                             " outputs but else_branch has " + std::to_string(else_g->outputs.size()));
   return make_kernel([](KernelContext& ctx) -> Status {
-    const std::string where = ctx.where();
-    BH_ASSIGN_OR_RETURN(bool c, read_bool_scalar(ctx.input_value(0), "cond", where));
+    BH_ASSIGN_OR_RETURN(bool c, read_bool_scalar(ctx.input_value(0), "cond", ctx));
     const char* branch = c ? "then_branch" : "else_branch";
     BH_ASSIGN_OR_RETURN(std::vector<Value> outs, ctx.run_subgraph(branch, {}));
-    if (static_cast<int>(outs.size()) < ctx.num_outputs())
-      return invalid_argument(where + branch + " produced " + std::to_string(outs.size()) + " outputs, the node has " +
+    if (static_cast<int>(outs.size()) != ctx.num_outputs())
+      return invalid_argument(ctx.where() + branch + " produced " + std::to_string(outs.size()) + " outputs, the node has " +
                               std::to_string(ctx.num_outputs()));
     for (int i = 0; i < ctx.num_outputs(); ++i)
       if (ctx.output_wanted(i)) BH_RETURN_IF_ERROR(ctx.set_output(i, std::move(outs[i])));
@@ -238,7 +240,7 @@ class LoopKernel final : public Kernel {
     }
     bool cond = true;
     if (has_cond) {
-      BH_ASSIGN_OR_RETURN(cond, read_bool_scalar(ctx.input_value(1), "cond", where));
+      BH_ASSIGN_OR_RETURN(cond, read_bool_scalar(ctx.input_value(1), "cond", ctx));
     }
     if (!has_m && !has_cond)
       return invalid_argument(where + "both the trip count M and cond are omitted: the loop would never end");
@@ -262,7 +264,7 @@ class LoopKernel final : public Kernel {
         return invalid_argument(where + "body returned " + std::to_string(outs.size()) + " values, expected " +
                                 std::to_string(n_body_out));
       if (has_cond) {
-        BH_ASSIGN_OR_RETURN(cond, read_bool_scalar(&outs[0], "body output cond", where));
+        BH_ASSIGN_OR_RETURN(cond, read_bool_scalar(&outs[0], "body output cond", ctx));
       }
       for (int i = 0; i < n_carried; ++i) carried[i] = std::move(outs[1 + i]);
       for (int k = 0; k < n_scan; ++k) {

@@ -127,6 +127,13 @@ std::string to_str(S s) {
   }
 }
 
+inline bool only_space(const char* p) {
+  while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r') ++p;
+  return *p == '\0';
+}
+
+// Parses a numeric literal ("3.14", "1E8", "+INF", "nan", "100"); integers also accept a
+// floating-point literal and truncate it ("100.5" -> 100).
 template <class D>
 bool from_str(const std::string& str, D& out) {
   const char* p = str.c_str();
@@ -134,29 +141,17 @@ bool from_str(const std::string& str, D& out) {
   if constexpr (std::is_same_v<D, B8>) {
     if (str == "true" || str == "True" || str == "TRUE") { out = B8{1}; return true; }
     if (str == "false" || str == "False" || str == "FALSE") { out = B8{0}; return true; }
-    double v = std::strtod(p, &end);
-    if (end == p) return false;
-    out = B8{static_cast<uint8_t>(v != 0)};
   } else if constexpr (std::is_integral_v<D> && std::is_signed_v<D>) {
     long long v = std::strtoll(p, &end, 10);
-    if (end == p) {
-      double dv = std::strtod(p, &end);
-      if (end == p) return false;
-      out = cvt<D>(dv);
-      return true;
-    }
-    out = static_cast<D>(v);
+    if (end != p && only_space(end)) { out = static_cast<D>(v); return true; }
   } else if constexpr (std::is_integral_v<D>) {
     unsigned long long v = std::strtoull(p, &end, 10);
-    if (end == p) return false;
-    out = static_cast<D>(v);
-  } else {
-    double v = std::strtod(p, &end);  // accepts "inf", "-INF", "NaN"
-    if (end == p) return false;
-    out = cvt<D>(v);
+    if (end != p && only_space(end) && str.find('-') == std::string::npos) { out = static_cast<D>(v); return true; }
   }
-  while (*end == ' ' || *end == '\t' || *end == '\n') ++end;
-  return *end == '\0';
+  double v = std::strtod(p, &end);  // accepts "inf", "+INF", "-INF", "NaN", any case
+  if (end == p || !only_space(end)) return false;
+  out = cvt<D>(v);
+  return true;
 }
 
 template <class F>

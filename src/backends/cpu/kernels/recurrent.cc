@@ -12,6 +12,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "backends/cpu/cpu_kernels.h"
@@ -68,9 +69,54 @@ Result<std::vector<Activation>> parse_activations(const std::vector<std::string>
   return r;
 }
 
+// Vectorisable float exp (Cephes expf: range reduction by ln 2, degree-6 polynomial,
+// about 1 ulp), used by the float sigmoid/tanh below so the gate loops vectorise.
+inline float exp_approx(float x) {
+  x = std::min(88.3762626647949f, std::max(-87.3365447504f, x));
+  float fx = std::floor(x * 1.44269504088896341f + 0.5f);
+  float r = x - fx * 0.693359375f + fx * 2.12194440e-4f;
+  float z = r * r;
+  float y = 1.9875691500E-4f;
+  y = y * r + 1.3981999507E-3f;
+  y = y * r + 8.3334519073E-3f;
+  y = y * r + 4.1665795894E-2f;
+  y = y * r + 1.6666665459E-1f;
+  y = y * r + 5.0000001201E-1f;
+  y = y * z + r + 1.0f;
+  int32_t n = static_cast<int32_t>(fx) + 127;
+  uint32_t bits = static_cast<uint32_t>(n) << 23;
+  float scale;
+  std::memcpy(&scale, &bits, sizeof(scale));
+  return y * scale;
+}
+
+inline void sigmoid_f32(float* x, int64_t n) {
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) x[i] = 1.0f / (1.0f + exp_approx(-x[i]));
+}
+
+// tanh: odd polynomial for |x| < 0.625 (Cephes tanhf), 1 - 2 / (exp(2|x|) + 1) beyond.
+inline void tanh_f32(float* x, int64_t n) {
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) {
+    float v = x[i], a = std::abs(v);
+    float z = v * v;
+    float p = ((((-5.70498872745E-3f * z + 2.06390887954E-2f) * z - 5.37397155531E-2f) * z + 1.33314422036E-1f) * z -
+               3.33332819422E-1f) * z * v + v;
+    float e = exp_approx(2.0f * std::min(a, 9.0f));
+    float q = 1.0f - 2.0f / (e + 1.0f);
+    q = v < 0 ? -q : q;
+    x[i] = a < 0.625f ? p : q;
+  }
+}
+
 template <typename T>
 void activate(const Activation& a, T* x, int64_t n) {
   const T al = static_cast<T>(a.alpha), be = static_cast<T>(a.beta);
+  if constexpr (std::is_same_v<T, float>) {
+    if (a.kind == Act::kSigmoid) return sigmoid_f32(x, n);
+    if (a.kind == Act::kTanh) return tanh_f32(x, n);
+  }
   switch (a.kind) {
     case Act::kSigmoid:
       for (int64_t i = 0; i < n; ++i) x[i] = T(1) / (T(1) + std::exp(-x[i]));
@@ -285,7 +331,6 @@ class RecurrentKernel final : public Kernel {
  private:
   template <typename T>
   Status run(KernelContext& ctx, const Weights<T>* pre) const {
-    const std::string where = ctx.where();
     const Cell cell = cfg_.cell;
     const bool lstm = cell == Cell::kLstm;
     const Tensor& X = *ctx.input(0);
@@ -293,13 +338,13 @@ class RecurrentKernel final : public Kernel {
     if (!pre) {
       const Tensor* W = ctx.input(1);
       const Tensor* R = ctx.input(2);
-      if (!W || !R) return invalid_argument(where + "inputs W and R are required");
+      if (!W || !R) return invalid_argument(ctx.where() + "inputs W and R are required");
       if (W->dtype() != X.dtype())
-        return invalid_argument(where + "X is " + dtype_name(X.dtype()) + " but W is " + dtype_name(W->dtype()));
+        return invalid_argument(ctx.where() + "X is " + dtype_name(X.dtype()) + " but W is " + dtype_name(W->dtype()));
       const Tensor* B = ctx.has_input(3) ? ctx.input(3) : nullptr;
       const Tensor* P = lstm && ctx.has_input(7) ? ctx.input(7) : nullptr;
-      auto r = prepare<T>(cfg_, *W, *R, B, P, where);
-      if (!r.is_ok()) return r.status();
+      auto r = prepare<T>(cfg_, *W, *R, B, P, "");
+      if (!r.is_ok()) return r.status().with_context(ctx.where());
       local = std::move(r).value();
       pre = &*local;
     }
@@ -309,12 +354,12 @@ class RecurrentKernel final : public Kernel {
     const int64_t H = pk.H, I = pk.I, GH = G * H;
     const bool layout1 = cfg_.layout != 0;
 
-    if (X.rank() != 3) return invalid_argument(where + "X must have rank 3, got " + X.describe());
-    if (!X.raw() && X.numel()) return invalid_argument(where + "X is not in host memory");
+    if (X.rank() != 3) return invalid_argument(ctx.where() + "X must have rank 3, got " + X.describe());
+    if (!X.raw() && X.numel()) return invalid_argument(ctx.where() + "X is not in host memory");
     const int64_t T_len = layout1 ? X.dim(1) : X.dim(0);
     const int64_t batch = layout1 ? X.dim(0) : X.dim(1);
     if (X.dim(2) != I)
-      return invalid_argument(where + "X has input size " + std::to_string(X.dim(2)) + " but W expects " +
+      return invalid_argument(ctx.where() + "X has input size " + std::to_string(X.dim(2)) + " but W expects " +
                               std::to_string(I));
 
     std::vector<int64_t> lens(static_cast<size_t>(batch), T_len);
@@ -322,11 +367,11 @@ class RecurrentKernel final : public Kernel {
       const Tensor* sl = ctx.input(4);
       if (!sl || (sl->dtype() != DataType::kInt32 && sl->dtype() != DataType::kInt64) || sl->rank() != 1 ||
           sl->dim(0) != batch)
-        return invalid_argument(where + "sequence_lens must be an int32 tensor of shape [" + std::to_string(batch) + "]");
+        return invalid_argument(ctx.where() + "sequence_lens must be an int32 tensor of shape [" + std::to_string(batch) + "]");
       lens = read_int_tensor(*sl);
       for (int64_t l : lens)
         if (l < 0 || l > T_len)
-          return invalid_argument(where + "sequence_lens value " + std::to_string(l) + " is outside [0, " +
+          return invalid_argument(ctx.where() + "sequence_lens value " + std::to_string(l) + " is outside [0, " +
                                   std::to_string(T_len) + "]");
     }
     const bool ragged = std::any_of(lens.begin(), lens.end(), [&](int64_t l) { return l != T_len; });
@@ -339,9 +384,9 @@ class RecurrentKernel final : public Kernel {
       if (!ctx.has_input(idx)) return Status::ok();
       const Tensor* s = ctx.input(idx);
       if (!s || s->dtype() != X.dtype() || s->shape() != state_shape)
-        return invalid_argument(where + name + " must be " + dtype_name(X.dtype()) + shape_to_string(state_shape) +
+        return invalid_argument(ctx.where() + name + " must be " + dtype_name(X.dtype()) + shape_to_string(state_shape) +
                                 ", got " + (s ? s->describe() : std::string("a non-tensor")));
-      if (!s->raw() && s->numel()) return invalid_argument(where + name + " is not in host memory");
+      if (!s->raw() && s->numel()) return invalid_argument(ctx.where() + name + " is not in host memory");
       const T* src = host_data<T>(*s);
       for (int d = 0; d < nd; ++d)
         for (int64_t b = 0; b < batch; ++b)
