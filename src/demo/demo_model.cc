@@ -1,0 +1,80 @@
+#include "demo/demo_model.h"
+
+#include <cmath>
+#include <vector>
+
+#include "onnx/defs/parser.h"
+#include "onnx/onnx_pb.h"
+
+namespace bulkhead::demo {
+namespace {
+
+const char* kDemoModel = R"ONNX(
+<
+  ir_version: 8,
+  opset_import: ["" : 17]
+>
+demo_classifier (float[1,3,32,32] image) => (float[1,10] probs)
+{
+  c1 = Conv <pads = [1,1,1,1], strides = [2,2]> (image, w1, b1)
+  r1 = Relu (c1)
+  c2 = Conv <pads = [1,1,1,1]> (r1, w2, b2)
+  h2 = HardSwish (c2)
+  s = Add (h2, r1)
+  p = GlobalAveragePool (s)
+  f = Flatten (p)
+  g = Gemm <transB = 1> (f, w3, b3)
+  probs = Softmax <axis = 1> (g)
+}
+)ONNX";
+
+void add_weight(onnx::GraphProto& g, const std::string& name, std::vector<int64_t> dims, float scale, float phase) {
+  auto* t = g.add_initializer();
+  t->set_name(name);
+  t->set_data_type(onnx::TensorProto::FLOAT);
+  int64_t n = 1;
+  for (auto d : dims) {
+    t->add_dims(d);
+    n *= d;
+  }
+  for (int64_t i = 0; i < n; ++i) t->add_float_data(scale * std::sin(0.37f * static_cast<float>(i) + phase));
+}
+
+}  // namespace
+
+Result<std::string> classifier_model_bytes() {
+  onnx::ModelProto model;
+  auto st = onnx::OnnxParser::Parse(model, kDemoModel);
+  if (!st.IsOK()) return internal_error("demo model text does not parse: " + st.ErrorMessage());
+  auto* g = model.mutable_graph();
+  add_weight(*g, "w1", {8, 3, 3, 3}, 0.3f, 0.1f);
+  add_weight(*g, "b1", {8}, 0.05f, 0.2f);
+  add_weight(*g, "w2", {8, 8, 3, 3}, 0.2f, 0.3f);
+  add_weight(*g, "b2", {8}, 0.05f, 0.4f);
+  add_weight(*g, "w3", {10, 8}, 0.5f, 0.5f);
+  add_weight(*g, "b3", {10}, 0.1f, 0.6f);
+  std::string bytes;
+  model.SerializeToString(&bytes);
+  return bytes;
+}
+
+Tensor classifier_image(float phase) {
+  Tensor t = Tensor::host(DataType::kFloat32, {1, 3, 32, 32});
+  float* p = t.data<float>();
+  for (int c = 0; c < 3; ++c)
+    for (int y = 0; y < 32; ++y)
+      for (int x = 0; x < 32; ++x)
+        p[(c * 32 + y) * 32 + x] = std::cos(0.2f * x + phase * (c + 1)) * std::sin(0.15f * y - phase);
+  return t;
+}
+
+Result<std::string> model_from_text(const std::string& text) {
+  onnx::ModelProto model;
+  auto st = onnx::OnnxParser::Parse(model, text.c_str());
+  if (!st.IsOK()) return invalid_model("model text does not parse: " + st.ErrorMessage());
+  std::string bytes;
+  model.SerializeToString(&bytes);
+  return bytes;
+}
+
+}  // namespace bulkhead::demo

@@ -1,0 +1,19 @@
+// A small image classifier built in code from ONNX's text format, used by `bulkhead
+// demo` and by tests that need a model without files. Deterministic weights.
+#pragma once
+
+#include <string>
+
+#include "bulkhead/status.h"
+#include "bulkhead/tensor.h"
+
+namespace bulkhead::demo {
+
+// Serialized ModelProto: image float32[1,3,32,32] -> probs float32[1,10]; 9 nodes.
+Result<std::string> classifier_model_bytes();
+// A deterministic input image; different phases give different images.
+Tensor classifier_image(float phase);
+// Serialized ModelProto of an ONNX text-format model.
+Result<std::string> model_from_text(const std::string& text);
+
+}  // namespace bulkhead::demo
