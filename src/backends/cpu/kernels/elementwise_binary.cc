@@ -365,6 +365,16 @@ struct BinaryShapes {
 
 Result<BinaryShapes> binary_shapes(const ir::Node& node, const Tensor& a, const Tensor& b, const std::string& where) {
   BinaryShapes s{a.shape(), b.shape(), {}};
+  if (node.op_type == "PRelu") {
+    // Before opset 7 a 1-D slope of length C applied per channel (axis 1), as PyTorch
+    // exported it; from 7 on the slope broadcasts numpy-style onto X.
+    if (node.opset > 0 && node.opset < 7 && b.rank() == 1 && a.rank() >= 2 && b.dim(0) == a.dim(1) && b.dim(0) != 1) {
+      s.b.assign(static_cast<size_t>(a.rank() - 1), 1);
+      s.b[0] = b.dim(0);
+    }
+    BH_ASSIGN_OR_RETURN(s.out, broadcast_shapes(a.shape(), s.b, where));
+    return s;
+  }
   if (node.opset > 0 && node.opset < 7) {
     if (node.attr_int("broadcast", 0) == 0) {
       if (a.shape() != b.shape())
@@ -722,11 +732,7 @@ void register_binary_kernels(KernelTable& t) {
   t.add("Xor", 1, binary_factory<XorOp>());
   t.add("PRelu", 1, [](const KernelInfo& info) -> Result<std::unique_ptr<Kernel>> {
     if (info.node.inputs.size() != 2) return invalid_model(info.where() + "expects 2 inputs");
-    // PRelu broadcasts the slope onto X (unidirectional); the legacy broadcast attribute
-    // never applied to it, so use a copy of the node at a modern opset for shape rules.
-    ir::Node n = info.node;
-    n.opset = 16;
-    return std::unique_ptr<Kernel>(new BinaryKernel<PReluOp>(n, PReluOp{}));
+    return std::unique_ptr<Kernel>(new BinaryKernel<PReluOp>(info.node, PReluOp{}));
   });
   t.add("Max", 1, variadic_factory<MaxOp>());
   t.add("Min", 1, variadic_factory<MinOp>());
