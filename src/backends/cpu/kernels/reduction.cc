@@ -765,7 +765,9 @@ class LpNormKernel final : public Kernel {
         T n = 0;
         for (int64_t k = 0; k < K; ++k) n += p_ == 1 ? std::abs(xs[k * inner]) : xs[k * inner] * xs[k * inner];
         if (p_ == 2) n = std::sqrt(n);
-        for (int64_t k = 0; k < K; ++k) ys[k * inner] = xs[k * inner] / n;
+        // A zero norm leaves the (all-zero) slice at zero rather than 0/0.
+        T inv = n == T(0) ? T(0) : T(1) / n;
+        for (int64_t k = 0; k < K; ++k) ys[k * inner] = xs[k * inner] * inv;
       }
   }
 
