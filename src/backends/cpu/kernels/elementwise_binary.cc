@@ -515,6 +515,23 @@ class PowKernel final : public Kernel {
     if (out.numel() == 0) return Status::ok();
     const int th = ctx.threads();
     if (a->dtype() == DataType::kFloat32 && b->dtype() == DataType::kFloat32) {
+      // Common constant exponents as vectorisable loops with pow's exact results.
+      if (b->numel() == 1) {
+        const float y = b->data<float>()[0];
+        if (y == 2.0f) {
+          apply_binary(s.a, a->data<float>(), s.b, b->data<float>(), s.out, out.data<float>(), th, 1 << 14,
+                       [](float x, float) { return x * x; });
+          return Status::ok();
+        }
+        if (y == 0.5f) {
+          apply_binary(s.a, a->data<float>(), s.b, b->data<float>(), s.out, out.data<float>(), th, 1 << 14,
+                       [](float x, float) {
+                         return x == -std::numeric_limits<float>::infinity() ? std::numeric_limits<float>::infinity()
+                                                                              : std::sqrt(x) + 0.0f;
+                       });
+          return Status::ok();
+        }
+      }
       apply_binary(s.a, a->data<float>(), s.b, b->data<float>(), s.out, out.data<float>(), th, 1 << 11,
                    [](float x, float y) { return y == 2.0f ? x * x : std::pow(x, y); });
       return Status::ok();
