@@ -801,10 +801,7 @@ class AttentionKernel final : public Kernel {
           if (m == ninf) {
             std::fill(s.begin(), s.end(), 0.0f);
           } else {
-            for (int64_t j = 0; j < T; ++j) {
-              s[j] = redutil::exp_ps(s[j] - m);
-              sum += s[j];
-            }
+            sum = redutil::exp_sub_sum(s.data(), m, s.data(), T);
             float inv = 1.0f / sum;
             for (int64_t j = 0; j < T; ++j) s[j] *= inv;
           }

@@ -373,8 +373,7 @@ void softmax_row(Sm kind, const T* x, T* y, int64_t K) {
     for (int64_t k = 0; k < K; ++k) y[k] = fill;
     return;
   }
-  for (int64_t k = 0; k < K; ++k) y[k] = exp_ps(static_cast<T>(x[k] - m));
-  T s = row_sum(y, K);
+  T s = redutil::exp_sub_sum(x, m, y, K);
   if (kind == Sm::kSoftmax) {
     T inv = T(1) / s;
     for (int64_t k = 0; k < K; ++k) y[k] *= inv;
@@ -407,12 +406,7 @@ void softmax_block(Sm kind, const T* x, T* y, int64_t K, int64_t inner, std::vec
     for (int64_t i = 0; i < inner; ++i) m[i] = x[k * inner + i] > m[i] ? x[k * inner + i] : m[i];
   for (int64_t i = 0; i < inner; ++i)
     if (std::isinf(m[i]) && m[i] < 0) m[i] = 0;  // all -inf: exp gives 0, sum 0
-  for (int64_t k = 0; k < K; ++k)
-    for (int64_t i = 0; i < inner; ++i) {
-      T e = exp_ps(static_cast<T>(x[k * inner + i] - m[i]));
-      y[k * inner + i] = e;
-      s[i] += e;
-    }
+  for (int64_t k = 0; k < K; ++k) redutil::exp_sub_lanes(x + k * inner, m.data(), y + k * inner, s.data(), inner);
   if (kind == Sm::kSoftmax) {
     for (int64_t i = 0; i < inner; ++i) s[i] = s[i] > 0 ? T(1) / s[i] : T(0);
     for (int64_t k = 0; k < K; ++k)

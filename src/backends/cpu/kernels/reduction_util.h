@@ -10,6 +10,11 @@
 #include <limits>
 #include <vector>
 
+#if defined(__AVX2__) && defined(__FMA__)
+#include <immintrin.h>
+#define BH_RED_AVX2 1
+#endif
+
 #include "backends/cpu/cpu_util.h"
 
 namespace bulkhead::cpu::redutil {
@@ -99,6 +104,87 @@ inline float exp_ps(float x) {
   return x != x ? x : res;
 }
 inline double exp_ps(double x) { return std::exp(x); }
+
+#ifdef BH_RED_AVX2
+// Eight lanes of exp_ps. (Written with intrinsics: GCC will not if-convert the clamps of
+// the scalar version under the default -ftrapping-math, so that loop stays scalar.)
+inline __m256 exp8_ps(__m256 x) {
+  const __m256 lo = _mm256_set1_ps(-87.33654f), hi = _mm256_set1_ps(88.0f);
+  const __m256 magic = _mm256_set1_ps(12582912.0f);
+  __m256 xc = _mm256_min_ps(_mm256_max_ps(x, lo), hi);
+  __m256 t = _mm256_fmadd_ps(xc, _mm256_set1_ps(1.44269504088896341f), magic);
+  __m256 fx = _mm256_sub_ps(t, magic);
+  __m256 r = _mm256_fnmadd_ps(fx, _mm256_set1_ps(0.693359375f), xc);
+  r = _mm256_fmadd_ps(fx, _mm256_set1_ps(2.12194440e-4f), r);
+  __m256 r2 = _mm256_mul_ps(r, r);
+  __m256 y = _mm256_set1_ps(1.9875691500E-4f);
+  y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(1.3981999507E-3f));
+  y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(8.3334519073E-3f));
+  y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(4.1665795894E-2f));
+  y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(1.6666665459E-1f));
+  y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(5.0000001201E-1f));
+  y = _mm256_add_ps(_mm256_fmadd_ps(y, r2, r), _mm256_set1_ps(1.0f));
+  __m256i n = _mm256_sub_epi32(_mm256_castps_si256(t), _mm256_set1_epi32(0x4B400000));
+  __m256 p = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n, _mm256_set1_epi32(127)), 23));
+  __m256 res = _mm256_mul_ps(y, p);
+  res = _mm256_and_ps(res, _mm256_cmp_ps(x, lo, _CMP_GE_OQ));
+  res = _mm256_blendv_ps(res, _mm256_set1_ps(std::numeric_limits<float>::infinity()),
+                         _mm256_cmp_ps(x, _mm256_set1_ps(88.72283f), _CMP_GT_OQ));
+  return _mm256_blendv_ps(res, x, _mm256_cmp_ps(x, x, _CMP_UNORD_Q));
+}
+#endif
+
+// y[i] = exp(x[i] - m); returns the sum of y.
+inline float exp_sub_sum(const float* x, float m, float* y, int64_t n) {
+  int64_t i = 0;
+  float s = 0;
+#ifdef BH_RED_AVX2
+  __m256 vm = _mm256_set1_ps(m), acc = _mm256_setzero_ps();
+  for (; i + 8 <= n; i += 8) {
+    __m256 e = exp8_ps(_mm256_sub_ps(_mm256_loadu_ps(x + i), vm));
+    _mm256_storeu_ps(y + i, e);
+    acc = _mm256_add_ps(acc, e);
+  }
+  alignas(32) float lanes[8];
+  _mm256_store_ps(lanes, acc);
+  for (float l : lanes) s += l;
+#endif
+  for (; i < n; ++i) {
+    y[i] = exp_ps(x[i] - m);
+    s += y[i];
+  }
+  return s;
+}
+inline double exp_sub_sum(const double* x, double m, double* y, int64_t n) {
+  double s = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    y[i] = std::exp(x[i] - m);
+    s += y[i];
+  }
+  return s;
+}
+
+// y[i] = exp(x[i] - m[i]); s[i] += y[i].
+inline void exp_sub_lanes(const float* x, const float* m, float* y, float* s, int64_t n) {
+  int64_t i = 0;
+#ifdef BH_RED_AVX2
+  for (; i + 8 <= n; i += 8) {
+    __m256 e = exp8_ps(_mm256_sub_ps(_mm256_loadu_ps(x + i), _mm256_loadu_ps(m + i)));
+    _mm256_storeu_ps(y + i, e);
+    _mm256_storeu_ps(s + i, _mm256_add_ps(_mm256_loadu_ps(s + i), e));
+  }
+#endif
+  for (; i < n; ++i) {
+    y[i] = exp_ps(x[i] - m[i]);
+    s[i] += y[i];
+  }
+}
+inline void exp_sub_lanes(const double* x, const double* m, double* y, double* s, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    y[i] = std::exp(x[i] - m[i]);
+    s[i] += y[i];
+  }
+}
 
 // Max over n values with 8 independent lanes (vectorises without fast-math).
 template <typename T>
