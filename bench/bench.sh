@@ -1,0 +1,153 @@
+#!/usr/bin/env bash
+# bulkhead vs ONNX Runtime (onnxruntime-node 1.30.0, CPU), side by side on one machine.
+#
+#   bench/bench.sh [--models a,b] [--threads 1,2] [--rounds 3] [--runs 20] [--warmup 2] [--no-build]
+#
+# Models: light_resnet50, light_squeezenet (ONNX backend "light" models, synthetic input
+# arange(n)/n), ppocrv4_det, ppocrv4_rec (real models with their reference inputs).
+# Data: $BULKHEAD_SHARED, default <repo>/../shared. Output: bench/out/results.json,
+# bench/out/raw.jsonl. See bench/README.md for what is measured and how to read it.
+#
+# What it sets up, as needed (apt-get needs root; elsewhere install by hand):
+#   - node + npm: Debian's `nodejs` and `npm` packages when `node` is missing. Debian 12
+#     ships Node 18; onnxruntime-node 1.30 needs Node >= 16 (its README; the binding is
+#     N-API v6) and glibc >= 2.28 on linux-x64 (Debian 12 has 2.36). Tested here on Node 20.
+#   - onnxruntime-node 1.30.0 into bench/node_modules, with ONNXRUNTIME_NODE_INSTALL=skip:
+#     the npm package already carries the CPU binaries for linux-x64, and the skip stops
+#     its install script from fetching the (unbundled) CUDA execution-provider binaries.
+#   - GNU time (Debian's `time`), to measure each process's peak resident memory.
+#   - bulkhead: cmake + ninja into build-bench (RelWithDebInfo, no tests), incremental.
+#     --no-build uses the binary as it is; BULKHEAD_BIN=path uses another binary;
+#     BENCH_BUILD_JOBS sets ninja's -j (default 2).
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+repo=$(dirname "$here")
+shared=${BULKHEAD_SHARED:-$here/../../shared}
+ort_version=1.30.0
+
+models=light_resnet50,light_squeezenet,ppocrv4_det,ppocrv4_rec
+threads=1,2
+rounds=3
+runs=20
+warmup=2
+build=1
+
+usage() {
+  sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//' >&2
+  exit 2
+}
+need_value() { [ $# -ge 2 ] && [ -n "$2" ] || { echo "bench: $1 needs a value" >&2; exit 2; }; }
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --models) need_value "$@"; models=$2; shift 2 ;;
+    --threads) need_value "$@"; threads=$2; shift 2 ;;
+    --rounds) need_value "$@"; rounds=$2; shift 2 ;;
+    --runs) need_value "$@"; runs=$2; shift 2 ;;
+    --warmup) need_value "$@"; warmup=$2; shift 2 ;;
+    --no-build) build=0; shift ;;
+    -h|--help) usage ;;
+    *) echo "bench: unknown argument '$1'" >&2; usage ;;
+  esac
+done
+for v in rounds runs; do
+  [[ ${!v} =~ ^[1-9][0-9]*$ ]] || { echo "bench: --$v must be a positive integer, got '${!v}'" >&2; exit 2; }
+done
+[[ $warmup =~ ^[0-9]+$ ]] || { echo "bench: --warmup must be a non-negative integer, got '$warmup'" >&2; exit 2; }
+[[ $threads =~ ^[1-9][0-9]*(,[1-9][0-9]*)*$ ]] || { echo "bench: --threads must look like 1,2, got '$threads'" >&2; exit 2; }
+known_models=" light_resnet50 light_squeezenet ppocrv4_det ppocrv4_rec "
+[[ $models =~ ^[A-Za-z0-9_]+(,[A-Za-z0-9_]+)*$ ]] || { echo "bench: --models must look like a,b, got '$models'" >&2; exit 2; }
+for m in ${models//,/ }; do
+  [[ $known_models == *" $m "* ]] || { echo "bench: unknown model '$m' (known:$known_models)" >&2; exit 2; }
+done
+
+if [ ! -d "$shared" ]; then
+  echo "bench: shared data folder not found: $shared" >&2
+  echo "bench: set BULKHEAD_SHARED to the folder holding models/ and onnx-backend-data/" >&2
+  exit 1
+fi
+shared=$(cd "$shared" && pwd)
+for d in models onnx-backend-data/light; do
+  [ -d "$shared/$d" ] || { echo "bench: $shared/$d is missing (BULKHEAD_SHARED=$shared)" >&2; exit 1; }
+done
+
+apt_install() {
+  if [ "$(id -u)" != 0 ]; then
+    echo "bench: missing Debian package(s) $*; install them (as root: apt-get install $*) and rerun" >&2
+    exit 1
+  fi
+  echo "bench: installing $* with apt-get" >&2
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq >/dev/null
+  apt-get install -y -qq --no-install-recommends "$@" >/dev/null
+}
+
+# --- node, npm -------------------------------------------------------------------------
+if ! command -v node >/dev/null 2>&1; then
+  apt_install nodejs npm
+fi
+command -v npm >/dev/null 2>&1 || apt_install npm
+node_major=$(node -p 'process.versions.node.split(".")[0]')
+if [ "$node_major" -lt 16 ]; then
+  echo "bench: node $(node --version) is too old; onnxruntime-node $ort_version needs Node >= 16" >&2
+  exit 1
+fi
+
+# --- ONNX Runtime ----------------------------------------------------------------------
+ort_installed() {
+  [ "$(node -p "try { require('$here/node_modules/onnxruntime-node/package.json').version } catch (e) { '' }" 2>/dev/null)" = "$ort_version" ]
+}
+if ! ort_installed; then
+  echo "bench: installing onnxruntime-node@$ort_version into bench/node_modules" >&2
+  ONNXRUNTIME_NODE_INSTALL=skip npm install --prefix "$here" --no-audit --no-fund "onnxruntime-node@$ort_version" >&2
+  ort_installed || { echo "bench: onnxruntime-node@$ort_version did not install" >&2; exit 1; }
+fi
+if ! (cd "$here" && node -e "require('onnxruntime-node')") >/dev/null 2>&1; then
+  echo "bench: onnxruntime-node@$ort_version is installed but does not load:" >&2
+  (cd "$here" && node -e "require('onnxruntime-node')") >&2 || true
+  exit 1
+fi
+
+# --- GNU time --------------------------------------------------------------------------
+time_bin=/usr/bin/time
+if ! "$time_bin" --version 2>&1 | grep -q 'GNU'; then
+  if [ "$(id -u)" = 0 ]; then
+    apt_install time
+  else
+    echo "bench: GNU time not found and not root: bulkhead's peak RSS will not be measured" >&2
+  fi
+fi
+"$time_bin" --version 2>&1 | grep -q 'GNU' || time_bin=
+
+# --- bulkhead --------------------------------------------------------------------------
+if [ -n "${BULKHEAD_BIN:-}" ]; then
+  bin=$BULKHEAD_BIN
+  [ -x "$bin" ] || { echo "bench: BULKHEAD_BIN=$bin is not an executable" >&2; exit 1; }
+else
+  bin=$repo/build-bench/bulkhead
+  if [ "$build" = 0 ] && [ ! -x "$bin" ]; then
+    echo "bench: --no-build given but $bin does not exist" >&2
+    exit 1
+  fi
+  if [ "$build" = 1 ]; then
+    if ! command -v cmake >/dev/null 2>&1 || ! command -v ninja >/dev/null 2>&1; then
+      "$repo/scripts/install-deps.sh"
+    fi
+    echo "bench: building bulkhead in build-bench (RelWithDebInfo)" >&2
+    cmake -S "$repo" -B "$repo/build-bench" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBULKHEAD_BUILD_TESTS=OFF >/dev/null
+    # The lock keeps two bench.sh runs from driving ninja in build-bench at once.
+    mkdir -p "$here/out"
+    if command -v flock >/dev/null 2>&1; then
+      flock "$here/out/build.lock" ninja -j"${BENCH_BUILD_JOBS:-2}" -C "$repo/build-bench" bulkhead >&2
+    else
+      ninja -j"${BENCH_BUILD_JOBS:-2}" -C "$repo/build-bench" bulkhead >&2
+    fi
+  fi
+fi
+bin=$(cd "$(dirname "$bin")" && pwd)/$(basename "$bin")
+
+# --- measure ---------------------------------------------------------------------------
+cd "$here"
+exec node "$here/run_bench.js" --bulkhead "$bin" --shared "$shared" --out "$here/out" \
+  --models "$models" --threads "$threads" --rounds "$rounds" --runs "$runs" --warmup "$warmup" \
+  ${time_bin:+--time "$time_bin"}
