@@ -313,17 +313,109 @@ Result<Weights<T>> prepare(const Config& cfg, const Tensor& W, const Tensor& R, 
   return p;
 }
 
+bool is_half(DataType t) { return t == DataType::kFloat16 || t == DataType::kBFloat16; }
+
+// A float16 / bfloat16 tensor as float32 (allocated from `alloc`).
+template <typename Alloc>
+Result<Tensor> half_to_f32(const Tensor& t, Alloc&& alloc) {
+  BH_ASSIGN_OR_RETURN(Tensor f, alloc(t.shape()));
+  const uint16_t* src = static_cast<const uint16_t*>(t.raw());
+  if (!src && t.numel()) return invalid_argument("tensor is not in host memory");
+  float* dst = f.data<float>();
+  const bool bf = t.dtype() == DataType::kBFloat16;
+  for (int64_t i = 0; i < t.numel(); ++i) dst[i] = bf ? bfloat16_to_float(src[i]) : half_to_float(src[i]);
+  return f;
+}
+
+// Presents a float16/bfloat16 call to the float32 code: inputs of the half type are
+// converted to float32, outputs are computed in float32 scratch and converted back by
+// finish().
+class HalfContext final : public KernelContext {
+ public:
+  HalfContext(KernelContext& base, DataType half) : base_(base), half_(half) {}
+
+  Status init() {
+    const int n = base_.num_inputs();
+    conv_.resize(n);
+    converted_.assign(n, false);
+    for (int i = 0; i < n; ++i) {
+      const Tensor* t = base_.input(i);
+      if (!t || t->dtype() != half_) continue;
+      auto r = half_to_f32(*t, [&](const Shape& s) { return base_.allocate_scratch(DataType::kFloat32, s); });
+      if (!r.is_ok()) return r.status().with_context(base_.where() + "input " + std::to_string(i) + ": ");
+      conv_[i] = Value(std::move(r).value());
+      converted_[i] = true;
+    }
+    outs_.resize(base_.num_outputs());
+    return Status::ok();
+  }
+  Status finish() {
+    for (size_t i = 0; i < outs_.size(); ++i) {
+      const Tensor& f = outs_[i];
+      if (!f.defined()) continue;
+      BH_ASSIGN_OR_RETURN(Tensor o, base_.allocate_output(static_cast<int>(i), half_, f.shape()));
+      uint16_t* dst = static_cast<uint16_t*>(o.raw());
+      const float* src = f.data<float>();
+      const bool bf = half_ == DataType::kBFloat16;
+      for (int64_t k = 0; k < f.numel(); ++k) dst[k] = bf ? float_to_bfloat16(src[k]) : float_to_half(src[k]);
+    }
+    return Status::ok();
+  }
+
+  int num_inputs() const override { return base_.num_inputs(); }
+  const Value* input_value(int i) const override {
+    return i >= 0 && i < static_cast<int>(converted_.size()) && converted_[i] ? &conv_[i] : base_.input_value(i);
+  }
+  int num_outputs() const override { return base_.num_outputs(); }
+  bool output_wanted(int i) const override { return base_.output_wanted(i); }
+  Result<Tensor> allocate_output(int i, DataType dtype, const Shape& shape) override {
+    if (i < 0 || i >= static_cast<int>(outs_.size())) return internal_error(where() + "output index out of range");
+    BH_ASSIGN_OR_RETURN(Tensor t, base_.allocate_scratch(dtype, shape));
+    outs_[i] = t;
+    return t;
+  }
+  Status set_output(int i, Value value) override { return base_.set_output(i, std::move(value)); }
+  Result<Tensor> allocate_scratch(DataType dtype, const Shape& shape) override {
+    return base_.allocate_scratch(dtype, shape);
+  }
+  int threads() const override { return base_.threads(); }
+  Result<std::vector<Value>> run_subgraph(const std::string& attr, std::vector<Value> inputs) override {
+    return base_.run_subgraph(attr, std::move(inputs));
+  }
+  std::string where() const override { return base_.where(); }
+
+ private:
+  KernelContext& base_;
+  DataType half_;
+  std::vector<Value> conv_;
+  std::vector<bool> converted_;
+  std::vector<Tensor> outs_;
+};
+
 class RecurrentKernel final : public Kernel {
  public:
-  RecurrentKernel(Config cfg, std::optional<Weights<float>> pf, std::optional<Weights<double>> pd)
-      : cfg_(std::move(cfg)), packed_f_(std::move(pf)), packed_d_(std::move(pd)) {}
+  // `pf_dtype`: the element type the float32 weights in `pf` were converted from.
+  RecurrentKernel(Config cfg, std::optional<Weights<float>> pf, std::optional<Weights<double>> pd, DataType pf_dtype)
+      : cfg_(std::move(cfg)), packed_f_(std::move(pf)), packed_d_(std::move(pd)), packed_half_(pf_dtype) {}
 
   Status compute(KernelContext& ctx) const override {
     const Tensor* X = ctx.input(0);
     if (!X) return invalid_argument(ctx.where() + "input X is missing");
+    if (packed_f_ && X->dtype() == DataType::kFloat32 && packed_half_ != DataType::kFloat32)
+      return invalid_argument(ctx.where() + "X is float32 but the weights are " + dtype_name(packed_half_));
     switch (X->dtype()) {
       case DataType::kFloat32: return run<float>(ctx, packed_f_ ? &*packed_f_ : nullptr);
       case DataType::kFloat64: return run<double>(ctx, packed_d_ ? &*packed_d_ : nullptr);
+      case DataType::kFloat16:
+      case DataType::kBFloat16: {
+        if (packed_f_ && packed_half_ != X->dtype())
+          return invalid_argument(ctx.where() + "X is " + dtype_name(X->dtype()) + " but the weights are " +
+                                  dtype_name(packed_half_));
+        HalfContext hc(ctx, X->dtype());
+        BH_RETURN_IF_ERROR(hc.init());
+        BH_RETURN_IF_ERROR(run<float>(hc, packed_f_ ? &*packed_f_ : nullptr));
+        return hc.finish();
+      }
       default: return unsupported(ctx.where() + "unsupported element type " + dtype_name(X->dtype()));
     }
   }
@@ -539,6 +631,7 @@ class RecurrentKernel final : public Kernel {
   Config cfg_;
   std::optional<Weights<float>> packed_f_;
   std::optional<Weights<double>> packed_d_;
+  DataType packed_half_ = DataType::kFloat32;
 };
 
 Result<std::unique_ptr<Kernel>> make_recurrent(Cell cell, const KernelInfo& info) {
@@ -587,6 +680,7 @@ Result<std::unique_ptr<Kernel>> make_recurrent(Cell cell, const KernelInfo& info
   const bool lstm = cell == Cell::kLstm;
   std::optional<Weights<float>> pf;
   std::optional<Weights<double>> pd;
+  DataType pf_dtype = DataType::kFloat32;
   bool all_const = info.input_is_constant(1) && info.input_is_constant(2) && (!present(3) || info.input_is_constant(3)) &&
                    (!lstm || !present(7) || info.input_is_constant(7));
   if (all_const) {
@@ -596,16 +690,30 @@ Result<std::unique_ptr<Kernel>> make_recurrent(Cell cell, const KernelInfo& info
     const Tensor* P = lstm && present(7) ? &info.constant_inputs[7] : nullptr;
     if (W.dtype() == DataType::kFloat32) {
       BH_ASSIGN_OR_RETURN(pf, prepare<float>(cfg, W, R, B, P, where));
+    } else if (is_half(W.dtype())) {
+      // Weights converted to float32 once; the computation runs in float32.
+      auto to_f32 = [&](const Tensor* t) -> Result<Tensor> {
+        if (t->dtype() != W.dtype()) return invalid_argument(where + "W, R, B and P must share one element type");
+        return half_to_f32(*t, [](const Shape& s) -> Result<Tensor> { return Tensor::host(DataType::kFloat32, s); });
+      };
+      BH_ASSIGN_OR_RETURN(Tensor Wf, to_f32(&W));
+      BH_ASSIGN_OR_RETURN(Tensor Rf, to_f32(&R));
+      Tensor Bf, Pf;
+      if (B) { BH_ASSIGN_OR_RETURN(Bf, to_f32(B)); }
+      if (P) { BH_ASSIGN_OR_RETURN(Pf, to_f32(P)); }
+      BH_ASSIGN_OR_RETURN(pf, prepare<float>(cfg, Wf, Rf, B ? &Bf : nullptr, P ? &Pf : nullptr, where));
+      pf_dtype = W.dtype();
     } else if (W.dtype() == DataType::kFloat64) {
       BH_ASSIGN_OR_RETURN(pd, prepare<double>(cfg, W, R, B, P, where));
     } else {
       return unsupported(where + "unsupported element type " + dtype_name(W.dtype()));
     }
   } else if (!info.input_types.empty() && info.input_types[0] != DataType::kUndefined &&
-             info.input_types[0] != DataType::kFloat32 && info.input_types[0] != DataType::kFloat64) {
+             info.input_types[0] != DataType::kFloat32 && info.input_types[0] != DataType::kFloat64 &&
+             !is_half(info.input_types[0])) {
     return unsupported(where + "unsupported element type " + dtype_name(info.input_types[0]));
   }
-  return std::unique_ptr<Kernel>(std::make_unique<RecurrentKernel>(std::move(cfg), std::move(pf), std::move(pd)));
+  return std::unique_ptr<Kernel>(std::make_unique<RecurrentKernel>(std::move(cfg), std::move(pf), std::move(pd), pf_dtype));
 }
 
 }  // namespace
