@@ -2,7 +2,7 @@
 // use to compute float16/bfloat16 in float32.
 //
 // Conversions follow NumPy's astype on x86: float -> integer truncates toward zero (values
-// outside int64 and NaN become INT64_MIN, then wrap to the target width), integer ->
+// out of range and NaN become the x86 "integer indefinite", then wrap), integer ->
 // integer wraps, anything -> bool is "!= 0", float16 rounds to nearest even directly from
 // the source (no double rounding through float32).
 #include <immintrin.h>
@@ -70,6 +70,14 @@ template <class I, class F>
 inline I float_to_int(F f) {
   if constexpr (std::is_same_v<I, uint64_t>) {
     if (f >= F(9223372036854775808.0) && f < F(18446744073709551616.0)) return static_cast<uint64_t>(f);
+  }
+  // Signed types up to 32 bits and unsigned up to 16 bits convert through int32 (as x86
+  // compilers do), the others through int64; out-of-range values and NaN take the
+  // "integer indefinite" value of that intermediate before wrapping.
+  if constexpr ((std::is_signed_v<I> && sizeof(I) <= 4) || (!std::is_signed_v<I> && sizeof(I) <= 2)) {
+    int32_t v = std::numeric_limits<int32_t>::min();
+    if (f >= F(-2147483648.0) && f < F(2147483648.0)) v = static_cast<int32_t>(f);
+    return static_cast<I>(v);
   }
   int64_t v = std::numeric_limits<int64_t>::min();
   if (f >= F(-9223372036854775808.0) && f < F(9223372036854775808.0)) v = static_cast<int64_t>(f);
