@@ -12,8 +12,6 @@
 
 #include "onnx/onnx_pb.h"
 #include "onnx/onnx-data_pb.h"
-#include "onnx/defs/schema.h"
-#include "onnx/shape_inference/implementation.h"
 
 namespace bulkhead::ir {
 namespace {
@@ -363,23 +361,10 @@ Result<Model> convert_model(const onnx::ModelProto& proto, const std::string& na
   m.producer = proto.producer_name();
   m.path = name;
 
-  // Shape inference from the ONNX library (1.12): it knows opsets up to 17. Its results
-  // only add value_info; a failure (newer opsets, unknown domains) is not an error.
-  onnx::ModelProto inferred;
-  bool have_inferred = false;
-  int max_opset = 0;
-  for (auto& [d, v] : ctx.opsets) if (d.empty()) max_opset = v;
-  if (max_opset <= 17 && proto.ir_version() <= 8) {
-    try {
-      inferred = proto;
-      onnx::ShapeInferenceOptions opts{false, 0, false};
-      onnx::shape_inference::InferShapes(inferred, onnx::OpSchemaRegistry::Instance(), opts);
-      have_inferred = true;
-    } catch (...) {
-      have_inferred = false;
-    }
-  }
-  BH_ASSIGN_OR_RETURN(m.graph, convert_graph(have_inferred ? inferred.graph() : proto.graph(), ctx));
+  // The ONNX library's shape inference (libonnx 1.12) is not used: it knows opsets up
+  // to 17 only and crashes (SIGSEGV, not an exception) on some valid newer models, and a
+  // runtime must not crash on a model. Kernels compute output shapes at run time.
+  BH_ASSIGN_OR_RETURN(m.graph, convert_graph(proto.graph(), ctx));
   return m;
 }
 

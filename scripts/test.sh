@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Installs what is missing, builds bulkhead and runs every test:
+#   1. the release build: unit, concurrency, CLI, real-model and conformance tests;
+#   2. the unit tests again under AddressSanitizer + UndefinedBehaviorSanitizer
+#      (LeakSanitizer included);
+#   3. the concurrency tests under ThreadSanitizer.
+# Needs ../shared beside the repository (or BULKHEAD_SHARED=<path>).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/install-deps.sh
+jobs=$(nproc)
+shared=${BULKHEAD_SHARED:-$(cd .. && pwd)/shared}
+if [ ! -d "$shared/models" ]; then
+  echo "test: the shared test data folder '$shared' is missing (set BULKHEAD_SHARED)" >&2
+  exit 1
+fi
+
+step() { printf '\n=== %s\n' "$*"; }
+
+step "release build"
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBULKHEAD_SHARED_DIR="$shared" >/dev/null
+cmake --build build -j "$jobs"
+(cd build && ctest --output-on-failure --timeout 1800)
+
+step "ASan + UBSan build: unit tests"
+cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBULKHEAD_SANITIZE=address \
+  -DBULKHEAD_SHARED_DIR="$shared" >/dev/null
+cmake --build build-asan -j "$jobs" --target memory_test import_test session_test
+(cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+  ctest --output-on-failure -L unit)
+
+step "TSan build: concurrency tests"
+cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBULKHEAD_SANITIZE=thread \
+  -DBULKHEAD_SHARED_DIR="$shared" >/dev/null
+cmake --build build-tsan -j "$jobs" --target concurrency_test
+(cd build-tsan && TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" ctest --output-on-failure -L concurrency)
+
+step "all test stages passed"

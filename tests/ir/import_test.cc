@@ -1,0 +1,198 @@
+#include <fstream>
+
+#include "ir/onnx_import.h"
+#include "onnx/onnx_pb.h"
+#include "support/test_util.h"
+
+namespace bulkhead::test {
+namespace {
+
+std::string read_all(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+TEST(Import, MissingFileNamesThePath) {
+  Env env;
+  auto s = env.load("/no/such/model.onnx");
+  ASSERT_FALSE(s.is_ok());
+  EXPECT_EQ(s.status().code(), StatusCode::kNotFound);
+  EXPECT_NE(s.status().message().find("/no/such/model.onnx"), std::string::npos);
+}
+
+TEST(Import, EmptyGarbageAndTruncatedFilesAreInvalidModels) {
+  TempDir dir;
+  dir.write("empty.onnx", "");
+  dir.write("garbage.onnx", "this is not a protobuf at all \x01\x02\xff");
+  std::string rec = read_all(shared_dir() + "/models/ppocrv4_rec/model.onnx");
+  ASSERT_GT(rec.size(), 1000u);
+  dir.write("truncated.onnx", rec.substr(0, rec.size() / 2));
+  Env env;
+  for (const char* name : {"empty.onnx", "garbage.onnx", "truncated.onnx"}) {
+    auto s = env.load(dir.file(name));
+    ASSERT_FALSE(s.is_ok()) << name;
+    EXPECT_EQ(s.status().code(), StatusCode::kInvalidModel) << name << ": " << s.status().to_string();
+    EXPECT_NE(s.status().message().find(name), std::string::npos) << s.status().message();
+  }
+}
+
+TEST(Import, UnsupportedOperatorNamesNodeAndOperator) {
+  Env env;
+  auto bytes = model_text_bytes(R"(<ir_version: 8, opset_import: ["" : 17]>
+g (float[2] x) => (float[2] y) { t = Relu(x) y = FrobnicateTensor(t) })");
+  auto s = env.load_bytes(bytes, "frob.onnx");
+  ASSERT_FALSE(s.is_ok());
+  EXPECT_EQ(s.status().code(), StatusCode::kUnsupported);
+  EXPECT_NE(s.status().message().find("FrobnicateTensor"), std::string::npos) << s.status().message();
+  EXPECT_NE(s.status().message().find("node '"), std::string::npos) << s.status().message();
+}
+
+TEST(Import, ConstantNodesBecomeInitializers) {
+  Env env;
+  auto bytes = model_text_bytes(R"(<ir_version: 8, opset_import: ["" : 17]>
+g (float[3] x) => (float[3] y) { c = Constant <value = float[3] {1.0, 2.0, 3.0}> () y = Mul(x, c) })");
+  auto s = env.load_bytes(bytes, "const.onnx");
+  ASSERT_TRUE(s.is_ok()) << s.status().to_string();
+  Tensor x = Tensor::from_vector<float>(DataType::kFloat32, {3}, {2, 2, 2});
+  auto out = s->run({{"x", x}});
+  ASSERT_TRUE(out.is_ok()) << out.status().to_string();
+  EXPECT_EQ((*out)[0].second.data<float>()[2], 6.f);
+}
+
+TEST(Import, CycleIsAnInvalidModel) {
+  Env env;
+  auto bytes = model_text_bytes(R"(<ir_version: 8, opset_import: ["" : 17]>
+g (float[2] x) => (float[2] y) { a = Add(x, b) b = Relu(a) y = Identity(b) })");
+  auto s = env.load_bytes(bytes, "cycle.onnx");
+  ASSERT_FALSE(s.is_ok());
+  EXPECT_EQ(s.status().code(), StatusCode::kInvalidModel);
+}
+
+// A MatMul whose weight lives in an external data file beside the model.
+onnx::ModelProto external_model(int64_t declared_length) {
+  onnx::ModelProto m;
+  m.set_ir_version(8);
+  auto* op = m.add_opset_import();
+  op->set_version(17);
+  auto* g = m.mutable_graph();
+  g->set_name("ext");
+  auto* in = g->add_input();
+  in->set_name("x");
+  auto* tt = in->mutable_type()->mutable_tensor_type();
+  tt->set_elem_type(onnx::TensorProto::FLOAT);
+  tt->mutable_shape()->add_dim()->set_dim_value(1);
+  tt->mutable_shape()->add_dim()->set_dim_value(4);
+  auto* out = g->add_output();
+  out->set_name("y");
+  out->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
+  auto* w = g->add_initializer();
+  w->set_name("w");
+  w->set_data_type(onnx::TensorProto::FLOAT);
+  w->add_dims(4);
+  w->add_dims(2);
+  w->set_data_location(onnx::TensorProto::EXTERNAL);
+  auto kv = [&](const char* k, const std::string& v) {
+    auto* e = w->add_external_data();
+    e->set_key(k);
+    e->set_value(v);
+  };
+  kv("location", "weights.bin");
+  kv("offset", "16");
+  kv("length", std::to_string(declared_length));
+  auto* n = g->add_node();
+  n->set_op_type("MatMul");
+  n->add_input("x");
+  n->add_input("w");
+  n->add_output("y");
+  return m;
+}
+
+TEST(Import, ExternalDataIsReadFromBesideTheModel) {
+  TempDir dir;
+  std::vector<float> wv = {1, 0, 0, 1, 1, 1, 2, -1};
+  std::string blob(16, '\0');
+  blob.append(reinterpret_cast<const char*>(wv.data()), wv.size() * 4);
+  dir.write("weights.bin", blob);
+  std::string bytes;
+  external_model(32).SerializeToString(&bytes);
+  dir.write("model.onnx", bytes);
+  Env env;
+  auto s = env.load(dir.file("model.onnx"));
+  ASSERT_TRUE(s.is_ok()) << s.status().to_string();
+  auto out = s->run({{"x", Tensor::from_vector<float>(DataType::kFloat32, {1, 4}, {1, 2, 3, 4})}});
+  ASSERT_TRUE(out.is_ok()) << out.status().to_string();
+  const float* y = (*out)[0].second.data<float>();
+  EXPECT_EQ(y[0], 1 + 0 + 3 + 8);
+  EXPECT_EQ(y[1], 0 + 2 + 3 - 4);
+
+  // A wrong declared length and a missing file are clear errors naming the tensor.
+  external_model(28).SerializeToString(&bytes);
+  dir.write("bad.onnx", bytes);
+  auto bad = env.load(dir.file("bad.onnx"));
+  ASSERT_FALSE(bad.is_ok());
+  EXPECT_NE(bad.status().message().find("tensor 'w'"), std::string::npos) << bad.status().message();
+  std::filesystem::remove(dir.file("weights.bin"));
+  auto missing = env.load(dir.file("model.onnx"));
+  ASSERT_FALSE(missing.is_ok());
+  EXPECT_NE(missing.status().message().find("weights.bin"), std::string::npos) << missing.status().message();
+}
+
+TEST(Import, ExternalDataMayNotEscapeTheModelFolder) {
+  TempDir dir;
+  auto m = external_model(32);
+  m.mutable_graph()->mutable_initializer(0)->mutable_external_data(0)->set_value("../../etc/passwd");
+  std::string bytes;
+  m.SerializeToString(&bytes);
+  dir.write("model.onnx", bytes);
+  Env env;
+  auto s = env.load(dir.file("model.onnx"));
+  ASSERT_FALSE(s.is_ok());
+  EXPECT_EQ(s.status().code(), StatusCode::kInvalidModel);
+}
+
+TEST(Import, SubgraphReadsOuterScopeValues) {
+  Env env;
+  auto bytes = model_text_bytes(R"(<ir_version: 8, opset_import: ["" : 17]>
+g (bool c, float[2] x) => (float[2] y) {
+  k = Constant <value = float[2] {10.0, 20.0}> ()
+  y = If (c) <
+    then_branch = t () => (float[2] a) { a = Add(x, k) },
+    else_branch = e () => (float[2] b) { b = Sub(x, k) }
+  >
+})");
+  auto s = env.load_bytes(bytes, "if.onnx");
+  ASSERT_TRUE(s.is_ok()) << s.status().to_string();
+  Tensor x = Tensor::from_vector<float>(DataType::kFloat32, {2}, {1, 2});
+  for (bool c : {true, false}) {
+    Tensor cond = Tensor::host(DataType::kBool, {});
+    *cond.data<bool>() = c;
+    auto out = s->run({{"c", cond}, {"x", x}});
+    ASSERT_TRUE(out.is_ok()) << out.status().to_string();
+    EXPECT_EQ((*out)[0].second.data<float>()[1], c ? 22.f : -18.f);
+  }
+}
+
+TEST(Import, ModelsOfManyIrAndOpsetVersionsLoad) {
+  // A spread of the backend-data cases: IR 3 to 10, opsets 7 to 23.
+  Env env;
+  std::string base = shared_dir() + "/onnx-backend-data/node/";
+  int loaded = 0;
+  for (const char* c : {"test_abs", "test_conv_with_strides_padding", "test_lstm_defaults", "test_if",
+                        "test_resize_upsample_scales_linear", "test_layer_normalization_2d_axis0",
+                        "test_attention_3d", "test_reduce_max_empty_set"}) {
+    auto m = ir::load_model(base + c + "/model.onnx");
+    ASSERT_TRUE(m.is_ok()) << c << ": " << m.status().to_string();
+    ++loaded;
+  }
+  EXPECT_EQ(loaded, 8);
+  for (const char* m : {"light/light_resnet50.onnx", "light/light_inception_v1.onnx"}) {
+    auto r = ir::load_model(shared_dir() + "/onnx-backend-data/" + m);
+    ASSERT_TRUE(r.is_ok()) << m;
+    EXPECT_EQ(r->ir_version, 3);
+  }
+}
+
+}  // namespace
+}  // namespace bulkhead::test

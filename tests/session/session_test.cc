@@ -1,0 +1,166 @@
+#include "support/test_util.h"
+
+namespace bulkhead::test {
+namespace {
+
+const char* kAddModel = R"(<ir_version: 8, opset_import: ["" : 17]>
+g (float[1,4] x, float[1,4] z) => (float[1,4] y) { y = Add(x, z) })";
+
+Session load_text(Env& env, const char* text, SessionOptions opts = {}) {
+  opts.threads = opts.threads ? opts.threads : 1;
+  auto s = env.load_bytes(model_text_bytes(text), "test.onnx", opts);
+  EXPECT_TRUE(s.is_ok()) << s.status().to_string();
+  return *s;
+}
+
+Tensor ones(const Shape& s, DataType dt = DataType::kFloat32) {
+  Tensor t = Tensor::host(dt, s);
+  std::memset(t.raw(), 0, t.nbytes());
+  if (dt == DataType::kFloat32)
+    for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = 1;
+  return t;
+}
+
+TEST(Session, DescribesInputsAndOutputs) {
+  Env env;
+  Session s = load_text(env, kAddModel);
+  ASSERT_EQ(s.inputs().size(), 2u);
+  EXPECT_EQ(s.inputs()[0].name, "x");
+  EXPECT_EQ(s.inputs()[0].type_string, "float32[1,4]");
+  EXPECT_EQ(s.outputs()[0].name, "y");
+  ASSERT_EQ(s.placement().size(), 1u);
+  EXPECT_EQ(s.placement()[0].first, "cpu:0");
+  EXPECT_EQ(s.placement()[0].second, 1);
+}
+
+TEST(Session, BadInputsGiveOneClearError) {
+  Env env;
+  Session s = load_text(env, kAddModel);
+  Tensor good = ones({1, 4});
+  struct Case {
+    NamedTensors in;
+    const char* needle;
+  } cases[] = {
+      {{{"x", good}, {"nope", good}}, "unknown input 'nope'"},
+      {{{"x", good}}, "missing input 'z'"},
+      {{{"x", good}, {"z", ones({1, 5})}}, "input 'z': expected shape"},
+      {{{"x", good}, {"z", ones({4})}}, "input 'z': expected shape"},
+      {{{"x", ones({1, 4}, DataType::kInt64)}, {"z", good}}, "input 'x': expected element type float32, got int64"},
+      {{{"x", good}, {"x", good}, {"z", good}}, "given twice"},
+  };
+  for (auto& c : cases) {
+    auto r = s.run(c.in);
+    ASSERT_FALSE(r.is_ok()) << c.needle;
+    EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(r.status().message().find(c.needle), std::string::npos) << r.status().message();
+    EXPECT_EQ(r.status().message().find('\n'), std::string::npos);
+  }
+  auto ok = s.run({{"x", good}, {"z", good}});
+  ASSERT_TRUE(ok.is_ok());
+  EXPECT_EQ((*ok)[0].second.data<float>()[3], 2.f);
+  auto unknown_out = s.run({{"x", good}, {"z", good}}, RunOptions{{"w"}});
+  EXPECT_FALSE(unknown_out.is_ok());
+}
+
+TEST(Session, SymbolicDimensionsAcceptAnySize) {
+  Env env;
+  Session s = load_text(env, R"(<ir_version: 8, opset_import: ["" : 17]>
+g (float[N,3] x) => (float[N,3] y) { y = Relu(x) })");
+  for (int64_t n : {1, 7, 64}) {
+    auto r = s.run({{"x", ones({n, 3})}});
+    ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+    EXPECT_EQ((*r)[0].second.shape()[0], n);
+  }
+  EXPECT_FALSE(s.run({{"x", ones({2, 4})}}).is_ok());
+}
+
+TEST(Session, KernelErrorsNameTheNode) {
+  Env env;
+  Session s = load_text(env, R"(<ir_version: 8, opset_import: ["" : 17]>
+g (float[N] x, int64[2] shape) => (float[A,B] y) { y = Reshape(x, shape) })");
+  Tensor shape = Tensor::from_vector<int64_t>(DataType::kInt64, {2}, {3, 5});
+  auto r = s.run({{"x", ones({7})}, {"shape", shape}});
+  ASSERT_FALSE(r.is_ok());
+  EXPECT_NE(r.status().message().find("Reshape"), std::string::npos) << r.status().message();
+}
+
+TEST(Session, OutputsNeverAliasInputsOrWeights) {
+  Env env;
+  // y passes the input through; w is a weight returned as is; v is a view of the weight.
+  Session s = load_text(env, R"(<ir_version: 8, opset_import: ["" : 17]>
+g (float[2] x) => (float[2] y, float[2] w, float[1,2] v) {
+  y = Identity(x)
+  w = Constant <value = float[2] {5.0, 6.0}> ()
+  shp = Constant <value = int64[2] {1, 2}> ()
+  v = Reshape(w, shp)
+})");
+  Tensor x = Tensor::from_vector<float>(DataType::kFloat32, {2}, {1, 2});
+  auto r = s.run({{"x", x}});
+  ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+  auto& outs = *r;
+  EXPECT_NE(outs[0].second.buffer(), x.buffer());
+  // Writing into the outputs must not change the input or the next run's answer.
+  outs[0].second.data<float>()[0] = 99;
+  outs[1].second.data<float>()[0] = 99;
+  outs[2].second.data<float>()[0] = 99;
+  EXPECT_EQ(x.data<float>()[0], 1.f);
+  auto again = s.run({{"x", x}});
+  ASSERT_TRUE(again.is_ok());
+  EXPECT_EQ((*again)[1].second.data<float>()[0], 5.f);
+  EXPECT_EQ((*again)[2].second.data<float>()[0], 5.f);
+}
+
+TEST(Session, RunDoesNotWriteItsInputs) {
+  Env env;
+  auto bytes = demo::classifier_model_bytes();
+  ASSERT_TRUE(bytes.is_ok());
+  auto s = env.load_bytes(*bytes, "demo");
+  ASSERT_TRUE(s.is_ok());
+  Tensor img = demo::classifier_image(0.5f);
+  Tensor copy = img.clone_host();
+  ASSERT_TRUE(s->run({{"image", img}}).is_ok());
+  EXPECT_TRUE(bitwise_equal(img, copy));
+}
+
+TEST(SessionOptions, ParseAndReject) {
+  auto o = SessionOptions::parse("devices=cpu;threads=2;graph_capture=0");
+  ASSERT_TRUE(o.is_ok());
+  EXPECT_EQ(o->threads, 2);
+  EXPECT_FALSE(o->graph_capture);
+  for (const char* bad : {"threads=-1", "threads=abc", "threads=", "graph_capture=maybe", "colour=blue", "threads"}) {
+    auto r = SessionOptions::parse(bad);
+    EXPECT_FALSE(r.is_ok()) << bad;
+    EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+  }
+}
+
+TEST(Session, BadDeviceOptions) {
+  Env env;
+  auto bytes = model_text_bytes(kAddModel);
+  SessionOptions o;
+  o.devices = {"quantum:0"};
+  auto r = env.load_bytes(bytes, "m", o);
+  ASSERT_FALSE(r.is_ok());
+  EXPECT_NE(r.status().message().find("quantum"), std::string::npos);
+  o.devices = {"cpu:3"};
+  EXPECT_FALSE(env.load_bytes(bytes, "m", o).is_ok());
+  o.devices = {"cpu:x"};
+  EXPECT_FALSE(env.load_bytes(bytes, "m", o).is_ok());
+  o.devices = {"cpu"};
+  o.threads = -2;
+  EXPECT_FALSE(env.load_bytes(bytes, "m", o).is_ok());
+}
+
+TEST(Env, SeveralEnvsCoexist) {
+  Env a, b;
+  Session sa = load_text(a, kAddModel), sb = load_text(b, kAddModel);
+  EXPECT_EQ(a.open_device_count(), 1);
+  EXPECT_EQ(b.open_device_count(), 1);
+  auto ra = sa.run({{"x", ones({1, 4})}, {"z", ones({1, 4})}});
+  auto rb = sb.run({{"x", ones({1, 4})}, {"z", ones({1, 4})}});
+  ASSERT_TRUE(ra.is_ok() && rb.is_ok());
+  EXPECT_TRUE(bitwise_equal((*ra)[0].second, (*rb)[0].second));
+}
+
+}  // namespace
+}  // namespace bulkhead::test

@@ -1,0 +1,71 @@
+// Helpers shared by tests: paths to the shared data (failing loudly when absent), small
+// models from ONNX text, temporary folders.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <string>
+
+#include "bulkhead/bulkhead.hpp"
+#include "demo/demo_model.h"
+
+namespace bulkhead::test {
+
+inline std::string shared_dir() {
+  std::string d = BULKHEAD_SHARED_DIR;
+  if (const char* e = std::getenv("BULKHEAD_SHARED")) d = e;
+  if (!std::filesystem::is_directory(d + "/models")) {
+    ADD_FAILURE() << "test data folder '" << d << "' is missing: these tests need ../shared beside the repository "
+                  << "(or BULKHEAD_SHARED=<path>)";
+    throw std::runtime_error("missing shared test data");
+  }
+  return d;
+}
+
+inline std::string model_text_bytes(const std::string& text) {
+  auto r = demo::model_from_text(text);
+  if (!r.is_ok()) throw std::runtime_error(r.status().to_string());
+  return *r;
+}
+
+class TempDir {
+ public:
+  TempDir() {
+    std::string tmpl = (std::filesystem::temp_directory_path() / "bulkhead-test-XXXXXX").string();
+    std::vector<char> buf(tmpl.begin(), tmpl.end());
+    buf.push_back('\0');
+    path_ = mkdtemp(buf.data());
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  const std::string& path() const { return path_; }
+  std::string file(const std::string& name) const { return path_ + "/" + name; }
+  void write(const std::string& name, const std::string& bytes) const {
+    std::ofstream f(file(name), std::ios::binary);
+    f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  }
+
+ private:
+  std::string path_;
+};
+
+inline Tensor random_tensor(const Shape& s, uint32_t seed) {
+  Tensor t = Tensor::host(DataType::kFloat32, s);
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> d(-1.f, 1.f);
+  for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = d(rng);
+  return t;
+}
+
+inline bool bitwise_equal(const Tensor& a, const Tensor& b) {
+  return a.dtype() == b.dtype() && a.shape() == b.shape() && std::memcmp(a.raw(), b.raw(), a.nbytes()) == 0;
+}
+
+}  // namespace bulkhead::test
