@@ -13,6 +13,7 @@
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include <cmath>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -85,6 +86,86 @@ Status run_reorder(const Reorder& r, dnnl::stream& s, const dnnl::engine& eng, m
   r.prim.execute(s, args);
   return Status::ok();
 }
+
+
+// ---------------------------------------------------------------------------------------
+// float16 / bfloat16: run the float32 kernel on converted copies and convert back.
+
+bool is_half(DataType t) { return t == DataType::kFloat16 || t == DataType::kBFloat16; }
+
+class FloatContext final : public KernelContext {
+ public:
+  FloatContext(KernelContext& inner, DataType half) : inner_(inner), half_(half) {}
+  Status convert_inputs() {
+    for (int i = 0; i < inner_.num_inputs(); ++i) {
+      const Value* v = inner_.input_value(i);
+      if (!v) {
+        inputs_.emplace_back();
+        continue;
+      }
+      if (v->is_tensor() && v->tensor.dtype() == half_) {
+        const Tensor& t = v->tensor;
+        BH_ASSIGN_OR_RETURN(Tensor f, inner_.allocate_scratch(DataType::kFloat32, t.shape()));
+        const uint16_t* src = t.data<uint16_t>();
+        float* dst = f.data<float>();
+        for (int64_t k = 0; k < t.numel(); ++k)
+          dst[k] = half_ == DataType::kFloat16 ? half_to_float(src[k]) : bfloat16_to_float(src[k]);
+        inputs_.emplace_back(f);
+      } else {
+        inputs_.push_back(*v);
+      }
+    }
+    return Status::ok();
+  }
+  Status convert_outputs() {
+    for (auto& [i, f] : outs_) {
+      BH_ASSIGN_OR_RETURN(Tensor t, inner_.allocate_output(i, half_, f.shape()));
+      const float* src = f.data<float>();
+      uint16_t* dst = t.data<uint16_t>();
+      for (int64_t k = 0; k < f.numel(); ++k)
+        dst[k] = half_ == DataType::kFloat16 ? float_to_half(src[k]) : float_to_bfloat16(src[k]);
+    }
+    return Status::ok();
+  }
+  int num_inputs() const override { return inner_.num_inputs(); }
+  const Value* input_value(int i) const override {
+    return i >= 0 && i < static_cast<int>(inputs_.size()) && !inputs_[i].is_none() ? &inputs_[i] : nullptr;
+  }
+  int num_outputs() const override { return inner_.num_outputs(); }
+  bool output_wanted(int i) const override { return inner_.output_wanted(i); }
+  Result<Tensor> allocate_output(int i, DataType dtype, const Shape& shape) override {
+    if (dtype != DataType::kFloat32) return inner_.allocate_output(i, dtype, shape);
+    BH_ASSIGN_OR_RETURN(Tensor f, inner_.allocate_scratch(DataType::kFloat32, shape));
+    outs_.emplace_back(i, f);
+    return f;
+  }
+  Status set_output(int i, Value value) override { return inner_.set_output(i, std::move(value)); }
+  Result<Tensor> allocate_scratch(DataType dtype, const Shape& shape) override { return inner_.allocate_scratch(dtype, shape); }
+  int threads() const override { return inner_.threads(); }
+  Result<std::vector<Value>> run_subgraph(const std::string& attr, std::vector<Value> inputs) override {
+    return inner_.run_subgraph(attr, std::move(inputs));
+  }
+  std::string where() const override { return inner_.where(); }
+
+ private:
+  KernelContext& inner_;
+  DataType half_;
+  std::vector<Value> inputs_;
+  std::vector<std::pair<int, Tensor>> outs_;
+};
+
+}  // namespace
+
+// Runs `fn` with float16/bfloat16 inputs seen as float32 and its float32 outputs stored
+// back in the half type. Used by the dnnl family for its half-precision support.
+Status dnnl_run_as_float32(KernelContext& ctx, DataType half, const std::function<Status(KernelContext&)>& fn) {
+  FloatContext fc(ctx, half);
+  BH_RETURN_IF_ERROR(fc.convert_inputs());
+  BH_RETURN_IF_ERROR(fn(fc));
+  return fc.convert_outputs();
+}
+
+namespace {
 
 // ---------------------------------------------------------------------------------------
 // Attributes and geometry
@@ -577,6 +658,8 @@ Status ConvKernel::compute(KernelContext& ctx) const {
   if (!x || !w) return invalid_argument(where + "inputs X and W are required");
   if (b && !b->defined()) b = nullptr;
   DataType dt = x->dtype();
+  if (is_half(dt) && !const_w_.defined())
+    return dnnl_run_as_float32(ctx, dt, [this](KernelContext& c) { return compute(c); });
   if (dt != DataType::kFloat32 && dt != DataType::kFloat64) BH_UNSUPPORTED_DTYPE(where, dt);
   if (w->dtype() != dt || (b && b->dtype() != dt))
     return invalid_argument(where + "X, W and B must have the same element type, got " + x->describe() + ", " +
@@ -664,7 +747,7 @@ Result<std::unique_ptr<Kernel>> make_conv(const KernelInfo& info, bool transpose
     return invalid_argument(info.where() + "needs inputs X and W");
   for (size_t i = 0; i < std::min<size_t>(2, info.input_types.size()); ++i) {
     DataType t = info.input_types[i];
-    if (t != DataType::kUndefined && t != DataType::kFloat32 && t != DataType::kFloat64)
+    if (t != DataType::kUndefined && t != DataType::kFloat32 && t != DataType::kFloat64 && !is_half(t))
       return unsupported(info.where() + "unsupported element type " + dtype_name(t));
   }
   ConvAttrs a = parse_conv_attrs(n);

@@ -8,6 +8,7 @@
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include <cstring>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,7 @@
 namespace bulkhead::cpu {
 
 void register_dnnl_gemm_kernels(KernelTable& t);
+Status dnnl_run_as_float32(KernelContext& ctx, DataType half, const std::function<Status(KernelContext&)>& fn);  // dnnl.cc
 
 namespace {
 
@@ -89,6 +91,8 @@ Status matmul_compute(KernelContext& ctx) {
   if (!A || !B) return invalid_argument(where + "inputs A and B are required");
   if (A->dtype() != B->dtype())
     return invalid_argument(where + "A " + A->describe() + " and B " + B->describe() + " must have the same element type");
+  if (A->dtype() == DataType::kFloat16 || A->dtype() == DataType::kBFloat16)
+    return dnnl_run_as_float32(ctx, A->dtype(), [](KernelContext& c) { return matmul_compute(c); });
   if (A->rank() < 1 || B->rank() < 1)
     return invalid_argument(where + "MatMul needs operands of rank >= 1, got " + A->describe() + " and " + B->describe());
   Shape as = A->shape(), bs = B->shape();
@@ -186,6 +190,8 @@ Status gemm_compute(const GemmAttrs& g, KernelContext& ctx) {
   DataType dt = A->dtype();
   if (B->dtype() != dt || (C && C->dtype() != dt))
     return invalid_argument(where + "A, B and C must have the same element type");
+  if (dt == DataType::kFloat16 || dt == DataType::kBFloat16)
+    return dnnl_run_as_float32(ctx, dt, [&g](KernelContext& c) { return gemm_compute(g, c); });
   int64_t M = g.ta ? A->dim(1) : A->dim(0), K = g.ta ? A->dim(0) : A->dim(1);
   int64_t K2 = g.tb ? B->dim(1) : B->dim(0), N = g.tb ? B->dim(0) : B->dim(1);
   if (K != K2)
@@ -234,7 +240,8 @@ Status check_types(const KernelInfo& info, size_t n) {
     DataType t = info.input_types[i];
     switch (t) {
       case DataType::kUndefined: case DataType::kFloat32: case DataType::kFloat64: case DataType::kInt32:
-      case DataType::kInt64: case DataType::kUInt32: case DataType::kUInt64: break;
+      case DataType::kInt64: case DataType::kUInt32: case DataType::kUInt64: case DataType::kFloat16:
+      case DataType::kBFloat16: break;
       default: return unsupported(info.where() + "unsupported element type " + dtype_name(t));
     }
   }
