@@ -246,13 +246,14 @@ Result<std::unique_ptr<Kernel>> make_squeeze(const KernelInfo& info) {
     return make_kernel([has, axes](KernelContext& ctx) -> Status {
       const Tensor* x = ctx.input(0);
       if (!x) return invalid_argument(ctx.where() + "missing input");
-      return squeeze_compute(ctx, *x, has ? &axes : nullptr);
+      return squeeze_compute(ctx, *x, has && !axes.empty() ? &axes : nullptr);
     });
   }
   return make_kernel([](KernelContext& ctx) -> Status {
     const Tensor* x = ctx.input(0);
     if (!x) return invalid_argument(ctx.where() + "missing input");
-    if (!ctx.input(1)) return squeeze_compute(ctx, *x, nullptr);
+    // An omitted or empty axes input squeezes every dimension of size 1.
+    if (!ctx.input(1) || ctx.input(1)->numel() == 0) return squeeze_compute(ctx, *x, nullptr);
     BH_ASSIGN_OR_RETURN(auto axes, read_ints(ctx.input(1), ctx.where(), "axes"));
     return squeeze_compute(ctx, *x, &axes);
   });
@@ -465,13 +466,17 @@ template <class T>
 Status range_int(KernelContext& ctx, const Tensor& s, const Tensor& l, const Tensor& d, DataType dt) {
   T start = s.data<T>()[0], limit = l.data<T>()[0], delta = d.data<T>()[0];
   if (delta == 0) return invalid_argument(ctx.where() + "delta cannot be 0");
-  int64_t diff = static_cast<int64_t>(limit) - static_cast<int64_t>(start), dl = delta;
-  int64_t n = 0;
-  if (dl > 0 && diff > 0) n = (diff + dl - 1) / dl;
-  else if (dl < 0 && diff < 0) n = (-diff + (-dl) - 1) / (-dl);
+  // 128-bit arithmetic: limit - start overflows int64 at the extremes.
+  using Wide = __int128;
+  const Wide diff = static_cast<Wide>(limit) - static_cast<Wide>(start), dl = delta;
+  Wide nw = 0;
+  if (dl > 0 && diff > 0) nw = (diff + dl - 1) / dl;
+  else if (dl < 0 && diff < 0) nw = (-diff + (-dl) - 1) / (-dl);
+  if (nw > (Wide{1} << 40)) return invalid_argument(ctx.where() + "range is too long");
+  const int64_t n = static_cast<int64_t>(nw);
   BH_ASSIGN_OR_RETURN(Tensor out, ctx.allocate_output(0, dt, Shape{n}));
   T* o = out.data<T>();
-  for (int64_t i = 0; i < n; ++i) o[i] = static_cast<T>(start + i * dl);
+  for (int64_t i = 0; i < n; ++i) o[i] = static_cast<T>(static_cast<Wide>(start) + static_cast<Wide>(i) * dl);
   return Status::ok();
 }
 
@@ -562,9 +567,10 @@ Result<std::unique_ptr<Kernel>> make_trilu(const KernelInfo& info) {
       if (kv.size() != 1) return invalid_argument(ctx.where() + "k must be a scalar");
       k = kv[0];
     }
+    const int64_t n = x->dim(-2), m = x->dim(-1);
+    k = std::clamp<int64_t>(k, -(n + 1), m + 1);  // beyond these every row is all-kept or all-zero
     BH_ASSIGN_OR_RETURN(Tensor out, ctx.allocate_output(0, x->dtype(), x->shape()));
     if (out.numel() == 0) return Status::ok();
-    const int64_t n = x->dim(-2), m = x->dim(-1);
     const int64_t mats = x->numel() / (n * m);
     return by_elem_size(x->dtype(), ctx.where(), [&](auto tag) -> Status {
       using T = decltype(tag);

@@ -250,55 +250,62 @@ void resize_pass(const C* src, C* dst, int64_t outer, int64_t in_d, int64_t out_
   });
 }
 
-// Direct 2-D pass for float32 when only the last two axes change and taps <= 2.
+// Direct 2-D pass for float32 when only the last two axes change and taps <= 2:
+// each needed input row is interpolated horizontally once into a small row cache, then
+// output rows blend two cached rows (a contiguous, vectorised loop).
 void resize_2d_f32(const float* src, float* dst, int64_t planes, int64_t ih, int64_t iw, int64_t oh, int64_t ow,
                    const AxisTable& ty, const AxisTable& tx, int threads) {
   const int KY = ty.taps, KX = tx.taps;
-  std::vector<int64_t> x0(ow), x1(ow);
+  std::vector<int32_t> x0(ow), x1(ow);
   std::vector<float> w0(ow), w1(ow);
   for (int64_t x = 0; x < ow; ++x) {
-    x0[x] = tx.idx[x * KX];
+    x0[x] = static_cast<int32_t>(tx.idx[x * KX]);
     w0[x] = tx.w[x * KX];
-    x1[x] = KX > 1 ? tx.idx[x * KX + 1] : x0[x];
+    x1[x] = static_cast<int32_t>(KX > 1 ? tx.idx[x * KX + 1] : x0[x]);
     w1[x] = KX > 1 ? tx.w[x * KX + 1] : 0.f;
   }
-  const bool nearest_x = KX == 1;
+  const int32_t* X0 = x0.data();
+  const int32_t* X1 = x1.data();
+  const float* W0 = w0.data();
+  const float* W1 = w1.data();
   parallel_for(threads, planes * oh, std::max<int64_t>(1, 4096 / std::max<int64_t>(ow, 1)), [&](int64_t b, int64_t e) {
+    std::vector<float> cache(2 * static_cast<size_t>(ow));
+    int64_t key[2] = {-1, -1};
+    // Horizontally interpolated input row `row` of plane `p`, from the 2-slot cache.
+    auto hrow = [&](int64_t p, int64_t row, int64_t keep) -> const float* {
+      const int64_t k = p * ih + row;
+      if (key[0] == k) return cache.data();
+      if (key[1] == k) return cache.data() + ow;
+      const int slot = key[0] == keep ? 1 : 0;
+      float* out = cache.data() + slot * ow;
+      const float* r = src + k * iw;
+      for (int64_t x = 0; x < ow; ++x) out[x] = W0[x] * r[X0[x]] + W1[x] * r[X1[x]];
+      key[slot] = k;
+      return out;
+    };
     for (int64_t w = b; w < e; ++w) {
       const int64_t p = w / oh, y = w % oh;
       float* dp = dst + w * ow;
-      // Rows that read the same input rows with the same weights repeat the previous row.
-      if (w > b && y > 0) {
-        bool same = true;
-        for (int k = 0; k < KY; ++k)
-          same = same && ty.idx[y * KY + k] == ty.idx[(y - 1) * KY + k] && ty.w[y * KY + k] == ty.w[(y - 1) * KY + k];
-        if (same) {
-          std::memcpy(dp, dp - ow, static_cast<size_t>(ow) * sizeof(float));
-          continue;
-        }
-      }
-      const float* plane = src + p * ih * iw;
-      const float* r0 = plane + ty.idx[y * KY] * iw;
+      const int64_t i0 = ty.idx[y * KY];
       const float wy0 = ty.w[y * KY];
-      if (KY == 1 || ty.w[y * KY + 1] == 0.f) {
-        if (nearest_x) {
-          for (int64_t x = 0; x < ow; ++x) dp[x] = r0[x0[x]];
-        } else {
-          for (int64_t x = 0; x < ow; ++x) dp[x] = wy0 * (w0[x] * r0[x0[x]] + w1[x] * r0[x1[x]]);
-        }
+      const int64_t i1 = KY > 1 ? ty.idx[y * KY + 1] : i0;
+      const float wy1 = KY > 1 ? ty.w[y * KY + 1] : 0.f;
+      if (wy1 == 0.f || i1 == i0) {
+        const float* a = hrow(p, i0, -1);
+        const float wa = i1 == i0 ? wy0 + wy1 : wy0;
+        if (wa == 1.f) std::memcpy(dp, a, static_cast<size_t>(ow) * sizeof(float));
+        else for (int64_t x = 0; x < ow; ++x) dp[x] = wa * a[x];
         continue;
       }
-      const float* r1 = plane + ty.idx[y * KY + 1] * iw;
-      const float wy1 = ty.w[y * KY + 1];
-      if (nearest_x) {
-        for (int64_t x = 0; x < ow; ++x) dp[x] = wy0 * r0[x0[x]] + wy1 * r1[x0[x]];
-      } else {
-        for (int64_t x = 0; x < ow; ++x) {
-          float a = w0[x] * r0[x0[x]] + w1[x] * r0[x1[x]];
-          float c = w0[x] * r1[x0[x]] + w1[x] * r1[x1[x]];
-          dp[x] = wy0 * a + wy1 * c;
-        }
+      if (wy0 == 0.f) {
+        const float* c = hrow(p, i1, -1);
+        if (wy1 == 1.f) std::memcpy(dp, c, static_cast<size_t>(ow) * sizeof(float));
+        else for (int64_t x = 0; x < ow; ++x) dp[x] = wy1 * c[x];
+        continue;
       }
+      const float* a = hrow(p, i0, p * ih + i1);
+      const float* c = hrow(p, i1, p * ih + i0);
+      for (int64_t x = 0; x < ow; ++x) dp[x] = wy0 * a[x] + wy1 * c[x];
     }
   });
 }
@@ -312,6 +319,16 @@ void nearest_gather(const T* src, T* dst, const Shape& in_shape, const Shape& ou
   const int64_t ow = out_shape[r - 1];
   const int64_t rows = shape_numel(out_shape) / std::max<int64_t>(ow, 1);
   const AxisTable& tx = tabs[r - 1];
+  // 32-bit indices let the inner gather vectorise.
+  const bool small = in_shape[r - 1] < (int64_t{1} << 31);
+  std::vector<int32_t> ix32(small ? ow : 0);
+  for (int64_t x = 0; small && x < ow; ++x) ix32[x] = static_cast<int32_t>(tx.idx[x]);
+  // Integer upsampling (each input element repeated f times) needs no gather.
+  int64_t f = in_shape[r - 1] > 0 ? ow / in_shape[r - 1] : 0;
+  if (f < 2 || f > 8 || f * in_shape[r - 1] != ow || tx.any_extrap) f = 0;
+  for (int64_t x = 0; f && x < ow; ++x)
+    if (tx.idx[x] != x / f) f = 0;
+  const int64_t iw = in_shape[r - 1];
   parallel_for(threads, rows, std::max<int64_t>(1, 8192 / std::max<int64_t>(ow, 1)), [&](int64_t b, int64_t e) {
     int64_t prev_base = -2;
     for (int64_t row = b; row < e; ++row) {
@@ -338,6 +355,14 @@ void nearest_gather(const T* src, T* dst, const Shape& in_shape, const Shape& ou
       const T* sp = src + base;
       if (tx.any_extrap) {
         for (int64_t x = 0; x < ow; ++x) dp[x] = tx.extrap[x] ? extrap : sp[tx.idx[x]];
+      } else if (f == 2) {
+        for (int64_t i = 0; i < iw; ++i) dp[2 * i] = dp[2 * i + 1] = sp[i];
+      } else if (f) {
+        for (int64_t i = 0; i < iw; ++i)
+          for (int64_t k = 0; k < f; ++k) dp[i * f + k] = sp[i];
+      } else if (small) {
+        const int32_t* ix = ix32.data();
+        for (int64_t x = 0; x < ow; ++x) dp[x] = sp[ix[x]];
       } else {
         for (int64_t x = 0; x < ow; ++x) dp[x] = sp[tx.idx[x]];
       }
@@ -596,7 +621,7 @@ Status resize_compute(KernelContext& ctx, const ResizeConfig& cfg) {
 
   // Direct 2-D path: float32, only the last two axes change, 1-2 taps, no extrapolation.
   if (x->dtype() == DataType::kFloat32 && r >= 2 && cfg.mode == Mode::kLinear) {
-    bool ok = tabs[r - 1].taps <= 2 && tabs[r - 2].taps <= 2 && !tabs[r - 1].any_extrap && !tabs[r - 2].any_extrap;
+    bool ok = in[r - 1] < (int64_t{1} << 31) && tabs[r - 1].taps <= 2 && tabs[r - 2].taps <= 2 && !tabs[r - 1].any_extrap && !tabs[r - 2].any_extrap;
     for (int d : active) ok = ok && d >= r - 2;
     if (ok) {
       int64_t planes = 1;
