@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <map>
 #include <set>
 
 #include "bulkhead/bulkhead.hpp"
@@ -21,6 +22,7 @@ struct RunArgs {
   int warmup = -1;
   std::string output_dir;
   bool quiet = false;
+  bool profile = false;
 };
 
 std::string stats(const Tensor& t) {
@@ -106,6 +108,27 @@ int run_cmd(const RunArgs& a) {
     if (!outs.is_ok()) return fail(cmd, outs.status());
     if (i >= warmup) ms.push_back(dt);
   }
+  if (a.profile) {
+    // One more run, timed per node, summed by operator type.
+    std::vector<NodeProfile> prof;
+    RunOptions ro;
+    ro.profile = &prof;
+    auto r = session->run(inputs, ro);
+    if (!r.is_ok()) return fail(cmd, r.status());
+    std::map<std::string, std::pair<double, int>> by_op;
+    double total = 0;
+    for (auto& p : prof) {
+      by_op[p.op_type].first += p.ms;
+      by_op[p.op_type].second++;
+      total += p.ms;
+    }
+    std::vector<std::pair<double, std::string>> order;
+    for (auto& [op, v] : by_op) order.emplace_back(v.first, op);
+    std::sort(order.rbegin(), order.rend());
+    std::printf("profile (one run, %.3f ms in kernels):\n", total);
+    for (auto& [ms, op] : order)
+      std::printf("  %-24s %5d nodes %9.3f ms %5.1f%%\n", op.c_str(), by_op[op].second, ms, 100 * ms / total);
+  }
   if (!a.quiet) {
     std::printf("model %s\n", a.model.c_str());
     for (auto& [dev, n] : session->placement()) std::printf("  %s: %d nodes\n", dev.c_str(), n);
@@ -150,6 +173,7 @@ void add_run(CLI::App& app) {
   cmd->add_option("--warmup", a->warmup, "untimed runs first (default 1 when --repeat > 1)");
   cmd->add_option("-o,--output-dir", a->output_dir, "write each output as NAME.npy here");
   cmd->add_flag("-q,--quiet", a->quiet, "print only the latency line");
+  cmd->add_flag("--profile", a->profile, "print time per operator type for one extra run");
   cmd->callback([a]() {
     int rc = run_cmd(*a);
     if (rc) throw CLI::RuntimeError(rc);

@@ -33,9 +33,18 @@ struct SessionOptions {
   static Result<SessionOptions> parse(const std::string& spec);
 };
 
+// Time spent in one node during a profiled run.
+struct NodeProfile {
+  std::string node, op_type;
+  double ms = 0;
+};
+
 struct RunOptions {
   // Outputs to return, by name; empty = every graph output, in graph order.
   std::vector<std::string> outputs;
+  // When set, receives the time of every node executed in this run (subgraph nodes
+  // included). Owned by the caller.
+  std::vector<NodeProfile>* profile = nullptr;
 };
 
 // A declared graph input or output.

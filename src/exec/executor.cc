@@ -1,5 +1,6 @@
 #include "exec/executor.h"
 
+#include <chrono>
 #include <unordered_set>
 
 namespace bulkhead::exec {
@@ -203,7 +204,10 @@ Result<std::vector<Value>> run(const CompiledGraph& g, std::vector<Value> inputs
       }
     }
     StepContext ctx(st, frame, step_inputs, rc, alloc);
+    auto t0 = rc.profile ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
     Status s = st.kernel->compute(ctx);
+    if (rc.profile)
+      rc.profile->push_back({st.node, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count()});
     if (!s.is_ok()) {
       if (s.message().rfind("node '", 0) != 0) s = s.with_context(st.node->label() + ": ");
       return s;

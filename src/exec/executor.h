@@ -55,10 +55,17 @@ struct CompiledGraph {
 Result<std::unique_ptr<CompiledGraph>> compile(const ir::Graph& graph, const CompileOptions& opts,
                                                const CompiledGraph* parent = nullptr);
 
+// Time spent per node in one run (filled only when RunContext::profile is set).
+struct NodeTiming {
+  const ir::Node* node;
+  double ms;
+};
+
 struct RunContext {
   const CompileOptions* opts = nullptr;
   const CopyRouter* router = nullptr;
   int threads = 1;
+  std::vector<NodeTiming>* profile = nullptr;  // owned by the caller, one per run
 };
 
 // Runs a compiled graph with `inputs` bound to its inputs in order (a none value leaves

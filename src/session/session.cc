@@ -209,11 +209,15 @@ Result<NamedValues> Session::run_values(const NamedValues& inputs, const RunOpti
   rc.opts = &s.compile_options;
   rc.router = s.env->router().get();
   rc.threads = s.compile_options.threads;
+  std::vector<exec::NodeTiming> timings;
+  if (options.profile) rc.profile = &timings;
   std::vector<std::shared_ptr<void>> guards;
   for (auto& p : s.compile_options.placements) guards.push_back(p.device->enter_run(rc.threads));
   auto outs = exec::run(*s.plan, std::move(bound), rc);
   guards.clear();
   if (!outs.is_ok()) return outs.status();
+  if (options.profile)
+    for (auto& t : timings) options.profile->push_back({t.node->name, t.node->op_type, t.ms});
 
   for (const auto& [slot, v] : s.plan->constants) {
     if (v.is_tensor() && v.tensor.buffer()) foreign.insert(v.tensor.buffer().get());

@@ -61,3 +61,55 @@ TEST(Npy, BadFilesGiveOneClearError) {
 
 }  // namespace
 }  // namespace bulkhead::test
+
+#include "memory/caching_allocator.h"
+
+namespace bulkhead::test {
+namespace {
+
+TEST(CachingHostAllocator, ReusesFreedBlocksAndCountsBytes) {
+  auto a = std::make_shared<CachingHostAllocator>("s1");
+  void* first;
+  {
+    auto t = Tensor::allocate(*a, DataType::kFloat32, {1000, 100});
+    ASSERT_TRUE(t.is_ok());
+    first = t->raw();
+    EXPECT_GE(a->bytes_in_use(), 400000u);
+  }
+  EXPECT_EQ(a->bytes_in_use(), 0u);
+  EXPECT_GE(a->bytes_cached(), 400000u);
+  auto again = Tensor::allocate(*a, DataType::kFloat32, {1000, 100});
+  EXPECT_EQ(again->raw(), first);  // same block, no new pages
+  EXPECT_EQ(again->buffer()->allocator(), a.get());
+  EXPECT_EQ(a->bytes_cached(), 0u);
+}
+
+TEST(CachingHostAllocator, SessionsNeverShareBlocks) {
+  auto a = std::make_shared<CachingHostAllocator>("s1");
+  auto b = std::make_shared<CachingHostAllocator>("s2");
+  void* pa;
+  { pa = Tensor::allocate(*a, DataType::kFloat32, {4096})->raw(); }
+  auto tb = Tensor::allocate(*b, DataType::kFloat32, {4096});
+  EXPECT_NE(tb->raw(), pa);
+}
+
+TEST(CachingHostAllocator, SizeClassesBoundWaste) {
+  for (size_t n : {1ul, 63ul, 4097ul, 100000ul, 123456789ul}) {
+    size_t c = CachingHostAllocator::size_class(n);
+    EXPECT_GE(c, n);
+    EXPECT_LE(c, n + n / 8 + 64);
+  }
+}
+
+TEST(CachingHostAllocator, BuffersOutliveTheirAllocatorHandle) {
+  Tensor t;
+  {
+    auto a = std::make_shared<CachingHostAllocator>("s1");
+    t = *Tensor::allocate(*a, DataType::kInt64, {16});
+  }
+  t.data<int64_t>()[15] = 7;  // the buffer keeps its allocator alive
+  EXPECT_EQ(t.data<int64_t>()[15], 7);
+}
+
+}  // namespace
+}  // namespace bulkhead::test

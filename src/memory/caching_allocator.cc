@@ -1,0 +1,75 @@
+#include "memory/caching_allocator.h"
+
+#include <bit>
+#include <cstdlib>
+
+namespace bulkhead {
+
+namespace {
+constexpr size_t kAlign = 64;
+}
+
+size_t CachingHostAllocator::size_class(size_t size) {
+  if (size <= 4096) return (std::max<size_t>(size, 1) + kAlign - 1) / kAlign * kAlign;
+  // Eight classes per power of two.
+  size_t top = std::bit_floor(size);
+  size_t step = top / 8;
+  return (size + step - 1) / step * step;
+}
+
+CachingHostAllocator::~CachingHostAllocator() {
+  for (auto& [sz, blocks] : free_)
+    for (void* p : blocks) std::free(p);
+}
+
+Result<std::shared_ptr<Buffer>> CachingHostAllocator::allocate(size_t size, size_t alignment) {
+  if (alignment > kAlign) return invalid_argument(name_ + ": alignment above 64 bytes is not supported");
+  size_t cls = size_class(size);
+  void* p = nullptr;
+  {
+    std::lock_guard lock(mu_);
+    auto it = free_.find(cls);
+    if (it != free_.end() && !it->second.empty()) {
+      p = it->second.back();
+      it->second.pop_back();
+      cached_ -= cls;
+    }
+    in_use_ += cls;
+    peak_ = std::max(peak_, in_use_);
+  }
+  if (!p) {
+    p = std::aligned_alloc(kAlign, cls);
+    if (!p) {
+      std::lock_guard lock(mu_);
+      in_use_ -= cls;
+      return Status(StatusCode::kResourceExhausted, name_ + ": allocation of " + std::to_string(size) + " bytes failed");
+    }
+  }
+  return std::make_shared<Buffer>(shared_from_this(), domain_, p, cls);
+}
+
+void CachingHostAllocator::release(void* data, void*, size_t size) {
+  std::lock_guard lock(mu_);
+  in_use_ -= size;
+  if (cached_ + size > max_cached_) {
+    std::free(data);
+    return;
+  }
+  free_[size].push_back(data);
+  cached_ += size;
+}
+
+size_t CachingHostAllocator::bytes_in_use() const {
+  std::lock_guard lock(mu_);
+  return in_use_;
+}
+size_t CachingHostAllocator::bytes_cached() const {
+  std::lock_guard lock(mu_);
+  return cached_;
+}
+size_t CachingHostAllocator::peak_bytes() const {
+  std::lock_guard lock(mu_);
+  return peak_;
+}
+
+}  // namespace bulkhead
