@@ -128,6 +128,11 @@ int run_cmd(const RunArgs& a) {
     std::printf("profile (one run, %.3f ms in kernels):\n", total);
     for (auto& [ms, op] : order)
       std::printf("  %-24s %5d nodes %9.3f ms %5.1f%%\n", op.c_str(), by_op[op].second, ms, 100 * ms / total);
+    std::sort(prof.begin(), prof.end(), [](const NodeProfile& x, const NodeProfile& y) { return x.ms > y.ms; });
+    std::printf("slowest nodes:\n");
+    for (size_t i = 0; i < prof.size() && i < 8; ++i)
+      std::printf("  %-28s %-14s %9.3f ms  %s\n", prof[i].node.c_str(), prof[i].op_type.c_str(), prof[i].ms,
+                  prof[i].shapes.c_str());
   }
   if (!a.quiet) {
     std::printf("model %s\n", a.model.c_str());

@@ -37,6 +37,7 @@ struct SessionOptions {
 struct NodeProfile {
   std::string node, op_type;
   double ms = 0;
+  std::string shapes;  // first input -> first output
 };
 
 struct RunOptions {

@@ -206,8 +206,12 @@ Result<std::vector<Value>> run(const CompiledGraph& g, std::vector<Value> inputs
     StepContext ctx(st, frame, step_inputs, rc, alloc);
     auto t0 = rc.profile ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
     Status s = st.kernel->compute(ctx);
-    if (rc.profile)
-      rc.profile->push_back({st.node, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count()});
+    if (rc.profile) {
+      double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+      std::string shapes = step_inputs.empty() ? "" : step_inputs[0].describe();
+      if (!st.out.empty() && st.out[0] >= 0) shapes += " -> " + frame[st.out[0]].describe();
+      rc.profile->push_back({st.node, ms, std::move(shapes)});
+    }
     if (!s.is_ok()) {
       if (s.message().rfind("node '", 0) != 0) s = s.with_context(st.node->label() + ": ");
       return s;

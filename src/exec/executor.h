@@ -59,6 +59,7 @@ Result<std::unique_ptr<CompiledGraph>> compile(const ir::Graph& graph, const Com
 struct NodeTiming {
   const ir::Node* node;
   double ms;
+  std::string shapes;  // "float32[1,3,8,8] -> float32[1,16,8,8]" (first input, first output)
 };
 
 struct RunContext {

@@ -217,7 +217,7 @@ Result<NamedValues> Session::run_values(const NamedValues& inputs, const RunOpti
   guards.clear();
   if (!outs.is_ok()) return outs.status();
   if (options.profile)
-    for (auto& t : timings) options.profile->push_back({t.node->name, t.node->op_type, t.ms});
+    for (auto& t : timings) options.profile->push_back({t.node->name, t.node->op_type, t.ms, t.shapes});
 
   for (const auto& [slot, v] : s.plan->constants) {
     if (v.is_tensor() && v.tensor.buffer()) foreign.insert(v.tensor.buffer().get());

@@ -409,53 +409,49 @@ Status conv1x1_sgemm(const std::string& where, const float* x, const float* w, c
   return Status::ok();
 }
 
-// y[i] += w * x[i * stride] for i in [0, n).
-template <int kStride>
-inline void axpy_strided(float* __restrict y, const float* __restrict x, float w, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) y[i] += w * x[i * kStride];
+// y[i] += w * x[i] for i in [0, n). Out of line with restrict pointers so that GCC
+// vectorises it (inlined into the caller it lost the no-alias facts and ran scalar).
+__attribute__((noinline)) void axpy_row(float* __restrict y, const float* __restrict x, float w, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] += w * x[i];
 }
 
-// Depthwise 2-D (group == C == M) directly on NCHW planes.
+// Depthwise 2-D (group == C == M) directly on NCHW planes. Each input row is copied once
+// per channel into zero-padded, stride-deinterleaved phases, so that every kernel tap
+// becomes one contiguous, bounds-free axpy over a whole output row.
 void depthwise2d_nchw(const float* x, const float* w, const float* b, float* y, int64_t N, int64_t C, const Geometry& g,
                       int threads) {
   const int64_t H = g.in[0], W = g.in[1], OH = g.out[0], OW = g.out[1];
   const int64_t KH = g.k[0], KW = g.k[1], SH = g.s[0], SW = g.s[1], DH = g.d[0], DW = g.d[1];
   const int64_t PH = g.pb[0], PW = g.pb[1];
-  // Valid output column range per kernel column.
-  std::vector<int64_t> lo(KW), hi(KW);
-  for (int64_t kw = 0; kw < KW; ++kw) {
-    int64_t off = kw * DW - PW;  // iw = ow * SW + off
-    int64_t l = off >= 0 ? 0 : (-off + SW - 1) / SW;
-    int64_t h = (W - 1 - off) < 0 ? -1 : (W - 1 - off) / SW;
-    lo[kw] = l;
-    hi[kw] = std::min(h, OW - 1);
-  }
+  const int64_t L = OW + ((KW - 1) * DW) / SW + 1;  // phase length
   parallel_for(threads, N * C, 1, [&](int64_t b0, int64_t e0) {
+    std::vector<float> phases(static_cast<size_t>(H * SW * L));
     for (int64_t nc = b0; nc < e0; ++nc) {
       int64_t c = nc % C;
       const float* xp = x + nc * H * W;
       const float* wp = w + c * KH * KW;
       float* yp = y + nc * OH * OW;
-      float bias = b ? b[c] : 0.f;
+      const float bias = b ? b[c] : 0.f;
+      // phases[(ih * SW + r) * L + j] = padded_row(ih)[j * SW + r]
+      for (int64_t ih = 0; ih < H; ++ih) {
+        const float* xr = xp + ih * W;
+        for (int64_t r = 0; r < SW; ++r) {
+          float* ph = phases.data() + (ih * SW + r) * L;
+          for (int64_t j = 0; j < L; ++j) {
+            int64_t iw = j * SW + r - PW;
+            ph[j] = (iw >= 0 && iw < W) ? xr[iw] : 0.f;
+          }
+        }
+      }
       for (int64_t oh = 0; oh < OH; ++oh) {
         float* yr = yp + oh * OW;
         for (int64_t ow = 0; ow < OW; ++ow) yr[ow] = bias;
         for (int64_t kh = 0; kh < KH; ++kh) {
           int64_t ih = oh * SH - PH + kh * DH;
           if (ih < 0 || ih >= H) continue;
-          const float* xr = xp + ih * W;
           for (int64_t kw = 0; kw < KW; ++kw) {
-            const float wv = wp[kh * KW + kw];
-            const int64_t off = kw * DW - PW;
-            const int64_t l = lo[kw], n = hi[kw] - lo[kw] + 1;
-            if (n <= 0) continue;
-            if (SW == 1) {
-              axpy_strided<1>(yr + l, xr + off + l, wv, n);
-            } else if (SW == 2) {
-              axpy_strided<2>(yr + l, xr + off + 2 * l, wv, n);
-            } else {
-              for (int64_t ow = lo[kw]; ow <= hi[kw]; ++ow) yr[ow] += wv * xr[ow * SW + off];
-            }
+            int64_t q = (kw * DW) / SW, r = (kw * DW) % SW;
+            axpy_row(yr, phases.data() + (ih * SW + r) * L + q, wp[kh * KW + kw], OW);
           }
         }
       }
@@ -712,7 +708,7 @@ Status ConvKernel::compute(KernelContext& ctx) const {
                            C, M, x->numel() / (N * C));
     // Row-wise NCHW depthwise beats oneDNN + two reorders on wide planes; narrow planes
     // go to oneDNN's brdgmm/jit depthwise kernels.
-    if (g.nsp == 2 && G == C && M == C && g.out[1] >= 32 && g.s[1] <= 2) {
+    if (g.nsp == 2 && G == C && M == C && g.out[1] >= 16) {
       depthwise2d_nchw(x->data<float>(), w->data<float>(), b ? b->data<float>() : nullptr, y.data<float>(), N, C, g,
                        ctx.threads());
       return Status::ok();
