@@ -36,7 +36,7 @@ struct ValueInfo {
   std::string type_string() const;               // "float32[1,3,N,N]"
 };
 
-enum class AttrType { kUndefined, kFloat, kInt, kString, kTensor, kGraph, kFloats, kInts, kStrings, kTensors, kGraphs };
+enum class AttrType { kUndefined, kFloat, kInt, kString, kTensor, kGraph, kFloats, kInts, kStrings, kTensors, kGraphs, kType, kTypes };
 
 struct Attribute {
   AttrType type = AttrType::kUndefined;
@@ -50,6 +50,7 @@ struct Attribute {
   std::vector<std::string> strings;
   std::vector<Tensor> tensors;
   std::vector<std::shared_ptr<const Graph>> graphs;
+  std::vector<ValueInfo> types;  // kType (one entry) and kTypes
 };
 
 struct Node {

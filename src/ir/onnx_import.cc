@@ -205,6 +205,19 @@ Result<Attribute> convert_attr(const onnx::AttributeProto& a, Ctx& ctx, const st
         r.graphs.push_back(std::move(gg));
       }
       break;
+    case onnx::AttributeProto::TYPE_PROTO: {
+      r.type = AttrType::kType;
+      BH_ASSIGN_OR_RETURN(auto vi, convert_type(a.name(), a.tp()));
+      r.types.push_back(std::move(vi));
+      break;
+    }
+    case onnx::AttributeProto::TYPE_PROTOS:
+      r.type = AttrType::kTypes;
+      for (const auto& tp : a.type_protos()) {
+        BH_ASSIGN_OR_RETURN(auto vi, convert_type(a.name(), tp));
+        r.types.push_back(std::move(vi));
+      }
+      break;
     default:
       return unsupported(where + "attribute '" + a.name() + "' has a type bulkhead does not support (" +
                          std::to_string(static_cast<int>(a.type())) + ")");
