@@ -13,6 +13,7 @@ void register_dnnl_kernels(KernelTable& t);           // Conv, ConvTranspose, Ma
 void register_reduction_kernels(KernelTable& t);      // Reduce*, ArgMax/Min, Softmax family, normalisations
 void register_control_flow_kernels(KernelTable& t);   // If, Loop, Scan, sequence and optional ops
 void register_recurrent_kernels(KernelTable& t);      // LSTM, GRU, RNN
-void register_misc_kernels(KernelTable& t);           // TopK, NonZero, CumSum, Einsum, ...
+void register_misc_kernels(KernelTable& t);           // TopK, CumSum, Einsum, Attention, ...
+void register_string_kernels(KernelTable& t);         // StringNormalizer
 
 }  // namespace bulkhead::cpu
