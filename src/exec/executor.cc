@@ -14,6 +14,51 @@ DataType type_of(const std::string& name, const ir::Graph& g, const CompiledGrap
   return DataType::kUndefined;
 }
 
+// Operators whose result is not a function of their inputs alone.
+bool is_nondeterministic(const ir::Node& n) {
+  static const char* kOps[] = {"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike",
+                               "Multinomial",  "Bernoulli",     "Dropout"};
+  for (const char* op : kOps)
+    if (n.op_type == op) return true;
+  return false;
+}
+
+// Runs one kernel at compile time on constant inputs.
+class FoldContext final : public KernelContext {
+ public:
+  FoldContext(const ir::Node& node, std::vector<Value> inputs, Allocator& alloc)
+      : node_(node), inputs_(std::move(inputs)), outputs_(node.outputs.size()), alloc_(alloc) {}
+  int num_inputs() const override { return static_cast<int>(inputs_.size()); }
+  const Value* input_value(int i) const override {
+    return i >= 0 && i < num_inputs() && !inputs_[i].is_none() ? &inputs_[i] : nullptr;
+  }
+  int num_outputs() const override { return static_cast<int>(outputs_.size()); }
+  bool output_wanted(int i) const override { return i >= 0 && i < num_outputs() && !node_.outputs[i].empty(); }
+  Result<Tensor> allocate_output(int i, DataType dtype, const Shape& shape) override {
+    if (i < 0 || i >= num_outputs()) return internal_error(where() + "output index out of range");
+    BH_ASSIGN_OR_RETURN(Tensor t, Tensor::allocate(alloc_, dtype, shape));
+    outputs_[i] = Value(t);
+    return t;
+  }
+  Status set_output(int i, Value v) override {
+    if (i < 0 || i >= num_outputs()) return internal_error(where() + "output index out of range");
+    outputs_[i] = std::move(v);
+    return Status::ok();
+  }
+  Result<Tensor> allocate_scratch(DataType dtype, const Shape& shape) override { return Tensor::allocate(alloc_, dtype, shape); }
+  int threads() const override { return 1; }
+  Result<std::vector<Value>> run_subgraph(const std::string&, std::vector<Value>) override {
+    return internal_error(where() + "cannot fold a node with subgraphs");
+  }
+  std::string where() const override { return node_.label() + ": "; }
+  std::vector<Value>& outputs() { return outputs_; }
+
+ private:
+  const ir::Node& node_;
+  std::vector<Value> inputs_, outputs_;
+  Allocator& alloc_;
+};
+
 }  // namespace
 
 Result<std::unique_ptr<CompiledGraph>> compile(const ir::Graph& graph, const CompileOptions& opts,
@@ -30,14 +75,28 @@ Result<std::unique_ptr<CompiledGraph>> compile(const ir::Graph& graph, const Com
     return s;
   };
   for (const auto& in : graph.inputs) cg->input_slots.push_back(slot(in.name));
-  for (const auto& [name, t] : graph.initializers) cg->constants.emplace_back(slot(name), Value(t));
+  std::unordered_set<std::string> graph_inputs;
+  for (const auto& in : graph.inputs) graph_inputs.insert(in.name);
+  for (const auto& [name, t] : graph.initializers) {
+    cg->constants.emplace_back(slot(name), Value(t));
+    // A subgraph input shadows nothing here; an overridable top-level input is not constant.
+    bool overridable = graph_inputs.count(name) && (parent || opts.overridable.count(name));
+    if (!overridable) cg->constant_values[name] = t;
+  }
   for (const auto& name : graph.outer_refs) {
     if (cg->slot_of.count(name)) continue;
     if (!parent) return invalid_model("graph '" + graph.name + "': value '" + name + "' is used but never produced");
     auto p = parent->slot_of.find(name);
     if (p == parent->slot_of.end())
       return invalid_model("subgraph '" + graph.name + "': value '" + name + "' is not defined in any enclosing graph");
-    cg->outer.emplace_back(slot(name), p->second);
+    auto pc = parent->constant_values.find(name);
+    if (pc != parent->constant_values.end()) {
+      // Constant in the enclosing graph: a constant here too.
+      cg->constants.emplace_back(slot(name), Value(pc->second));
+      cg->constant_values[name] = pc->second;
+    } else {
+      cg->outer.emplace_back(slot(name), p->second);
+    }
   }
 
   std::unordered_set<std::string> defined;
@@ -55,10 +114,13 @@ Result<std::unique_ptr<CompiledGraph>> compile(const ir::Graph& graph, const Com
       if (!out.empty()) defined.insert(out);
     }
     KernelInfo info{node, {}, {}, opts.threads};
+    bool all_constant = true;
     for (const auto& in : node.inputs) {
-      info.input_types.push_back(in.empty() ? DataType::kUndefined : type_of(in, graph, parent));
-      auto it = graph.initializers.find(in);
-      info.constant_inputs.push_back(it == graph.initializers.end() ? Tensor() : it->second);
+      auto it = in.empty() ? cg->constant_values.end() : cg->constant_values.find(in);
+      bool is_const = it != cg->constant_values.end();
+      all_constant = all_constant && (in.empty() || is_const);
+      info.input_types.push_back(in.empty() ? DataType::kUndefined : is_const ? it->second.dtype() : type_of(in, graph, parent));
+      info.constant_inputs.push_back(is_const ? it->second : Tensor());
     }
     // Placement: the first device in the session's list that has this operator and
     // accepts this node.
@@ -76,6 +138,28 @@ Result<std::unique_ptr<CompiledGraph>> compile(const ir::Graph& graph, const Com
       placed = true;
     }
     if (!placed) return last;
+    // Constant folding: a deterministic node without subgraphs whose inputs are all known
+    // is computed once, here, and its outputs become constants of the graph.
+    bool has_graph_attr = false;
+    for (const auto& [aname, a] : node.attrs) has_graph_attr = has_graph_attr || a.type == ir::AttrType::kGraph || a.type == ir::AttrType::kGraphs;
+    if (opts.fold_constants && all_constant && !has_graph_attr && !is_nondeterministic(node) &&
+        opts.placements[step.placement].device->compute_domain().is_host()) {
+      std::vector<Value> ins;
+      for (const auto& in : node.inputs) ins.push_back(in.empty() ? Value() : Value(cg->constant_values[in]));
+      FoldContext fc(node, std::move(ins), *opts.placements[step.placement].allocator);
+      bool folded = step.kernel->compute(fc).is_ok();
+      for (size_t i = 0; folded && i < node.outputs.size(); ++i)
+        folded = node.outputs[i].empty() || fc.outputs()[i].is_tensor();
+      if (folded) {
+        for (size_t i = 0; i < node.outputs.size(); ++i) {
+          if (node.outputs[i].empty()) continue;
+          cg->constants.emplace_back(step.out[i], fc.outputs()[i]);
+          cg->constant_values[node.outputs[i]] = fc.outputs()[i].tensor;
+        }
+        cg->folded_nodes++;
+        continue;
+      }
+    }
     cg->node_count_per_placement[step.placement]++;
     for (const auto& [aname, a] : node.attrs) {
       if (a.type != ir::AttrType::kGraph || !a.g) continue;

@@ -9,6 +9,7 @@
 #include <memory>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "backend/backend.h"
@@ -25,6 +26,10 @@ struct Placement {
 struct CompileOptions {
   std::vector<Placement> placements;  // in order of preference
   int threads = 1;
+  // Initializers the caller may override at run time (graph inputs with a default, IR >= 4):
+  // never folded as constants.
+  std::unordered_set<std::string> overridable;
+  bool fold_constants = true;
 };
 
 struct CompiledGraph;
@@ -49,6 +54,10 @@ struct CompiledGraph {
   std::vector<std::pair<int, int>> outer;                // (slot here, slot in enclosing graph)
   std::vector<Step> steps;
   std::vector<int> node_count_per_placement;
+  int folded_nodes = 0;  // nodes computed once at compile time (all inputs constant)
+  // Values of this graph known at compile time (initializers and folded results), by name;
+  // subgraphs read these as constants too.
+  std::unordered_map<std::string, Tensor> constant_values;
 };
 
 // Compiles `graph` (a top-level graph when `parent` is null). Errors name the node.

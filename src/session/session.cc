@@ -24,6 +24,7 @@ class SessionImpl {
   std::unique_ptr<exec::CompiledGraph> plan;
   std::vector<IoInfo> all_inputs;  // every graph input, in graph order (binding order)
   std::vector<bool> input_required;  // false for inputs that default to an initializer
+  std::vector<bool> input_bindable;  // required inputs, and initializer defaults of IR >= 4 models
   std::vector<IoInfo> inputs, outputs;  // public: required inputs only
 
   ~SessionImpl() {
@@ -71,6 +72,11 @@ Result<Session> build_session(const std::shared_ptr<EnvImpl>& env, ir::Model mod
     impl->compile_options.placements.push_back({std::move(dev), std::move(alloc)});
   }
   const ir::Graph& g = *impl->model.graph;
+  // IR >= 4: an input with an initializer is a default the caller may override. IR < 4
+  // lists every initializer as an input; there they are constants (as in ONNX Runtime).
+  const bool defaults_overridable = impl->model.ir_version >= 4;
+  for (auto& in : g.inputs)
+    if (g.initializers.count(in.name) && defaults_overridable) impl->compile_options.overridable.insert(in.name);
   auto compiled = exec::compile(g, impl->compile_options);
   if (!compiled.is_ok()) return compiled.status().with_context("'" + impl->model.path + "': ");
   impl->plan = std::move(compiled).value();
@@ -78,6 +84,7 @@ Result<Session> build_session(const std::shared_ptr<EnvImpl>& env, ir::Model mod
     bool required = !g.initializers.count(in.name);
     impl->all_inputs.push_back(to_io(in));
     impl->input_required.push_back(required);
+    impl->input_bindable.push_back(required || defaults_overridable);
     if (required) impl->inputs.push_back(impl->all_inputs.back());
   }
   for (auto& out : g.outputs) impl->outputs.push_back(to_io(out));
@@ -175,7 +182,7 @@ Result<NamedValues> Session::run_values(const NamedValues& inputs, const RunOpti
   std::unordered_set<const Buffer*> foreign;  // buffers the run must not hand back
   for (const auto& [name, value] : inputs) {
     size_t idx = 0;
-    while (idx < s.all_inputs.size() && s.all_inputs[idx].name != name) ++idx;
+    while (idx < s.all_inputs.size() && (s.all_inputs[idx].name != name || !s.input_bindable[idx])) ++idx;
     if (idx == s.all_inputs.size()) {
       std::string names;
       for (const auto& io : s.inputs) names += (names.empty() ? "" : ", ") + io.name;
