@@ -29,7 +29,10 @@ struct SessionOptions {
   // Intra-op threads for each run; 0 = the number of cores.
   int threads = 0;
   bool graph_capture = true;
-  // Parses "devices=cpu;threads=2;graph_capture=0" style option strings (CLI, env vars).
+  // Graph optimisations before compilation (exec/optimize.h): 0 = off, 1 = fold and fuse
+  // Conv chains (BatchNormalization, activations, residual adds), drop Identity/Dropout.
+  int optimization_level = 1;
+  // Parses "devices=cpu;threads=2;graph_capture=0;optimization_level=1" style option strings (CLI, env vars).
   static Result<SessionOptions> parse(const std::string& spec);
 };
 

@@ -2,6 +2,7 @@
 #include <unordered_set>
 
 #include "exec/executor.h"
+#include "exec/optimize.h"
 #include "ir/onnx_import.h"
 #include "session/env_impl.h"
 
@@ -71,6 +72,8 @@ Result<Session> build_session(const std::shared_ptr<EnvImpl>& env, ir::Model mod
     auto alloc = dev->create_session_allocator("session#" + std::to_string(id));
     impl->compile_options.placements.push_back({std::move(dev), std::move(alloc)});
   }
+  if (options.optimization_level > 0)
+    BH_RETURN_IF_ERROR(exec::optimize_graph(*impl->model.graph, impl->model.ir_version < 4));
   const ir::Graph& g = *impl->model.graph;
   // IR >= 4: an input with an initializer is a default the caller may override. IR < 4
   // lists every initializer as an input; there they are constants (as in ONNX Runtime).
@@ -144,8 +147,12 @@ Result<SessionOptions> SessionOptions::parse(const std::string& spec) {
       if (v == "1" || v == "true" || v == "on") o.graph_capture = true;
       else if (v == "0" || v == "false" || v == "off") o.graph_capture = false;
       else return invalid_argument("bad value '" + v + "' for session option 'graph_capture': expected 0 or 1");
+    } else if (k == "optimization_level") {
+      if (v == "0" || v == "1") o.optimization_level = v[0] - '0';
+      else return invalid_argument("bad value '" + v + "' for session option 'optimization_level': expected 0 or 1");
     } else {
-      return invalid_argument("unknown session option '" + k + "' (known: devices, threads, graph_capture)");
+      return invalid_argument("unknown session option '" + k +
+                              "' (known: devices, threads, graph_capture, optimization_level)");
     }
   }
   return o;

@@ -13,6 +13,7 @@
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <map>
 #include <memory>
@@ -393,18 +394,114 @@ void conv_transpose_ref(const T* x, const T* w, const T* b, T* y, int64_t N, int
 }
 
 // ---------------------------------------------------------------------------------------
+// Fused post-ops (set by the graph optimiser, exec/optimize.h): applied in order to the
+// Conv's output. The sgemm and depthwise paths apply them per row while the row is hot;
+// oneDNN applies them as primitive post-ops; every other path applies them afterwards.
+
+enum class PostKind { kRelu, kLeakyRelu, kClip, kHardSigmoid, kHardSwish, kSigmoid, kLinear, kSum };
+
+struct PostOp {
+  PostKind kind;
+  float a = 0, b = 0;
+};
+
+// Applies `ops` to y[0, n); `s` is the summand at the same offset (for kSum).
+template <typename T>
+__attribute__((noinline)) void apply_post_ops(const PostOp* ops, size_t nops, T* __restrict y, const T* __restrict s,
+                                              int64_t n) {
+  for (size_t k = 0; k < nops; ++k) {
+    const PostOp& p = ops[k];
+    const T a = static_cast<T>(p.a), b = static_cast<T>(p.b);
+    switch (p.kind) {
+      case PostKind::kRelu:
+        for (int64_t i = 0; i < n; ++i) y[i] = y[i] < T(0) ? T(0) : y[i];
+        break;
+      case PostKind::kLeakyRelu:
+        for (int64_t i = 0; i < n; ++i) y[i] = y[i] < T(0) ? a * y[i] : y[i];
+        break;
+      case PostKind::kClip:
+        for (int64_t i = 0; i < n; ++i) y[i] = std::min(std::max(y[i], a), b);
+        break;
+      case PostKind::kHardSigmoid:
+        for (int64_t i = 0; i < n; ++i) y[i] = std::max(T(0), std::min(T(1), a * y[i] + b));
+        break;
+      case PostKind::kHardSwish:
+        for (int64_t i = 0; i < n; ++i) y[i] = y[i] * std::min(std::max(y[i] + T(3), T(0)), T(6)) / T(6);
+        break;
+      case PostKind::kSigmoid:
+        for (int64_t i = 0; i < n; ++i) y[i] = T(1) / (T(1) + std::exp(-y[i]));
+        break;
+      case PostKind::kLinear:
+        for (int64_t i = 0; i < n; ++i) y[i] = a * y[i] + b;
+        break;
+      case PostKind::kSum:
+        for (int64_t i = 0; i < n; ++i) y[i] += s[i];
+        break;
+    }
+  }
+}
+
+// The same over a whole tensor, split across threads.
+template <typename T>
+void apply_post_ops_all(const std::vector<PostOp>& ops, T* y, const T* s, int64_t n, int threads) {
+  if (ops.empty()) return;
+  parallel_for(threads, n, 1 << 14, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; i += 4096) {
+      int64_t m = std::min<int64_t>(4096, e - i);
+      apply_post_ops(ops.data(), ops.size(), y + i, s ? s + i : nullptr, m);
+    }
+  });
+}
+
+Result<std::vector<PostOp>> parse_post_ops(const ir::Node& n, const std::string& where) {
+  std::vector<PostOp> ops;
+  std::vector<std::string> names = n.attr_strings("_post_ops");
+  std::vector<float> args = n.attr_floats("_post_args");
+  if (args.size() != 2 * names.size()) return invalid_argument(where + "_post_args must have two values per post-op");
+  int sums = 0;
+  for (size_t i = 0; i < names.size(); ++i) {
+    static const std::map<std::string, PostKind> kinds = {
+        {"relu", PostKind::kRelu},       {"leaky_relu", PostKind::kLeakyRelu}, {"clip", PostKind::kClip},
+        {"hardsigmoid", PostKind::kHardSigmoid}, {"hardswish", PostKind::kHardSwish}, {"sigmoid", PostKind::kSigmoid},
+        {"linear", PostKind::kLinear},   {"sum", PostKind::kSum}};
+    auto it = kinds.find(names[i]);
+    if (it == kinds.end()) return invalid_argument(where + "unknown fused post-op '" + names[i] + "'");
+    sums += it->second == PostKind::kSum;
+    ops.push_back({it->second, args[2 * i], args[2 * i + 1]});
+  }
+  if (sums > 1) return invalid_argument(where + "at most one fused sum post-op is supported");
+  if (sums && (n.inputs.size() < 4 || n.inputs[3].empty()))
+    return invalid_argument(where + "a fused sum post-op needs the summand as input 3");
+  return ops;
+}
+
+// ---------------------------------------------------------------------------------------
 // Fast NCHW paths that beat oneDNN plus two layout reorders at the node's boundaries.
 
-// 1x1, stride 1, no padding, one group: per image, Y[M, S] = W[M, C] * X[C, S] (+ bias).
+// 1x1, stride 1, no padding, one group: per image, Y[M, S] = W[M, C] * X[C, S] (+ bias),
+// then the post-ops, by column blocks so that each block is still in cache.
 Status conv1x1_sgemm(const std::string& where, const float* x, const float* w, const float* b, float* y, int64_t N,
-                     int64_t C, int64_t M, int64_t S) {
+                     int64_t C, int64_t M, int64_t S, const std::vector<PostOp>& ops, const float* sum) {
+  // Column block: M rows of it should stay within L2.
+  int64_t blk = S;
+  if (!ops.empty()) {
+    blk = std::max<int64_t>(256, ((int64_t{512} << 10) / (4 * std::max<int64_t>(M, 1))) / 64 * 64);
+    if (blk * 2 > S) blk = S;
+  }
   for (int64_t n = 0; n < N; ++n) {
     float* yp = y + n * M * S;
-    if (b)
-      for (int64_t m = 0; m < M; ++m) std::fill(yp + m * S, yp + (m + 1) * S, b[m]);
-    dnnl::status st = dnnl::sgemm('N', 'N', M, S, C, 1.f, w, C, x + n * C * S, S, b ? 1.f : 0.f, yp, S);
-    if (st != dnnl::status::success)
-      return internal_error(where + "oneDNN sgemm failed with status " + std::to_string(static_cast<int>(st)));
+    for (int64_t c0 = 0; c0 < S; c0 += blk) {
+      int64_t nc = std::min(blk, S - c0);
+      if (b)
+        for (int64_t m = 0; m < M; ++m) std::fill(yp + m * S + c0, yp + m * S + c0 + nc, b[m]);
+      dnnl::status st =
+          dnnl::sgemm('N', 'N', M, nc, C, 1.f, w, C, x + n * C * S + c0, S, b ? 1.f : 0.f, yp + c0, S);
+      if (st != dnnl::status::success)
+        return internal_error(where + "oneDNN sgemm failed with status " + std::to_string(static_cast<int>(st)));
+      if (!ops.empty())
+        for (int64_t m = 0; m < M; ++m)
+          apply_post_ops(ops.data(), ops.size(), yp + m * S + c0, sum ? sum + n * M * S + m * S + c0 : nullptr, nc);
+    }
   }
   return Status::ok();
 }
@@ -419,7 +516,7 @@ __attribute__((noinline)) void axpy_row(float* __restrict y, const float* __rest
 // per channel into zero-padded, stride-deinterleaved phases, so that every kernel tap
 // becomes one contiguous, bounds-free axpy over a whole output row.
 void depthwise2d_nchw(const float* x, const float* w, const float* b, float* y, int64_t N, int64_t C, const Geometry& g,
-                      int threads) {
+                      int threads, const std::vector<PostOp>& ops, const float* sum) {
   const int64_t H = g.in[0], W = g.in[1], OH = g.out[0], OW = g.out[1];
   const int64_t KH = g.k[0], KW = g.k[1], SH = g.s[0], SW = g.s[1], DH = g.d[0], DW = g.d[1];
   const int64_t PH = g.pb[0], PW = g.pb[1];
@@ -454,6 +551,8 @@ void depthwise2d_nchw(const float* x, const float* w, const float* b, float* y, 
             axpy_row(yr, phases.data() + (ih * SW + r) * L + q, wp[kh * KW + kw], OW);
           }
         }
+        if (!ops.empty())
+          apply_post_ops(ops.data(), ops.size(), yr, sum ? sum + nc * OH * OW + oh * OW : nullptr, OW);
       }
     }
   });
@@ -464,8 +563,10 @@ void depthwise2d_nchw(const float* x, const float* w, const float* b, float* y, 
 
 class ConvKernel final : public Kernel {
  public:
-  ConvKernel(ConvAttrs a, bool transpose, Tensor const_w, dnnl::engine eng)
-      : a_(std::move(a)), transpose_(transpose), const_w_(std::move(const_w)), eng_(std::move(eng)) {}
+  ConvKernel(ConvAttrs a, bool transpose, Tensor const_w, dnnl::engine eng, std::vector<PostOp> post)
+      : a_(std::move(a)), transpose_(transpose), const_w_(std::move(const_w)), eng_(std::move(eng)), post_(std::move(post)) {
+    for (const PostOp& p : post_) has_sum_ = has_sum_ || p.kind == PostKind::kSum;
+  }
 
   Status compute(KernelContext& ctx) const override;
 
@@ -478,17 +579,25 @@ class ConvKernel final : public Kernel {
     memory::desc src_md, dst_md, w_md, scratch_md;
     bool re_src = false, re_dst = false, re_w = false;
     Reorder src_re, dst_re, w_re;
+    Reorder dst_in_re;  // summand (plain) -> dst layout, for a fused sum
     memory packed_w;  // weights in the primitive's layout (constant weights only)
     bool has_packed = false;
+    bool fused = false;  // the primitive applies the kernel's post-ops
   };
 
   std::shared_ptr<const Plan> plan_for(const Shape& x, const Shape& w, bool has_bias, const Geometry& g, int64_t G) const;
-  Status run_dnnl(KernelContext& ctx, const Plan& p, const Tensor& x, const Tensor& w, const Tensor* b, Tensor& y) const;
+  Status run_dnnl(KernelContext& ctx, const Plan& p, const Tensor& x, const Tensor& w, const Tensor* b, Tensor& y,
+                  const Tensor* sum) const;
+  // The convolution itself with `ops` fused (sum reads `sum`, of y's shape).
+  Status conv_into(KernelContext& ctx, const Tensor& x, const Tensor& w, const Tensor* b, Tensor& y, const Geometry& g,
+                   const std::vector<PostOp>& ops, const Tensor* sum) const;
 
   ConvAttrs a_;
   bool transpose_;
   Tensor const_w_;
   dnnl::engine eng_;
+  std::vector<PostOp> post_;  // fused post-ops (Conv only), in order
+  bool has_sum_ = false;
   mutable std::mutex mu_;
   mutable std::map<std::vector<int64_t>, std::shared_ptr<const Plan>> plans_;
 };
@@ -503,7 +612,13 @@ std::shared_ptr<const ConvKernel::Plan> ConvKernel::plan_for(const Shape& x, con
   auto it = plans_.find(key);
   if (it != plans_.end()) return it->second;
 
-  auto p = std::make_shared<Plan>();
+  std::shared_ptr<Plan> p;
+  // With the fused post-ops in the primitive first; if oneDNN rejects them, without
+  // (they are then applied after it).
+  for (bool with_post : {true, false}) {
+  if (!with_post && post_.empty()) break;
+  p = std::make_shared<Plan>();
+  p->fused = with_post;
   try {
     int nsp = g.nsp;
     int64_t N = x[0], C = x[1];
@@ -540,6 +655,25 @@ std::shared_ptr<const ConvKernel::Plan> ConvKernel::plan_for(const Shape& x, con
     for (int i = 0; i < nsp; ++i) dil[i] = g.d[i] - 1;
     dnnl::primitive_attr attr;
     attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    if (with_post && !post_.empty()) {
+      dnnl::post_ops po;
+      for (const PostOp& op : post_) {
+        switch (op.kind) {
+          case PostKind::kRelu: po.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, 0.f, 0.f); break;
+          case PostKind::kLeakyRelu: po.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, op.a, 0.f); break;
+          case PostKind::kClip: po.append_eltwise(1.f, dnnl::algorithm::eltwise_clip, op.a, op.b); break;
+          case PostKind::kHardSigmoid:
+            po.append_eltwise(1.f, dnnl::algorithm::eltwise_linear, op.a, op.b);
+            po.append_eltwise(1.f, dnnl::algorithm::eltwise_clip, 0.f, 1.f);
+            break;
+          case PostKind::kHardSwish: po.append_eltwise(1.f, dnnl::algorithm::eltwise_hardswish, 0.f, 0.f); break;
+          case PostKind::kSigmoid: po.append_eltwise(1.f, dnnl::algorithm::eltwise_logistic, 0.f, 0.f); break;
+          case PostKind::kLinear: po.append_eltwise(1.f, dnnl::algorithm::eltwise_linear, op.a, op.b); break;
+          case PostKind::kSum: po.append_sum(1.f); break;
+        }
+      }
+      attr.set_post_ops(po);
+    }
     if (!transpose_) {
       for (int i = 0; i < nsp; ++i) pr[i] = g.pe[i];
       dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
@@ -578,6 +712,7 @@ std::shared_ptr<const ConvKernel::Plan> ConvKernel::plan_for(const Shape& x, con
       if (p->re_src) p->src_re = Reorder::make(eng_, p->user_src, p->src_md);
       if (p->re_dst) p->dst_re = Reorder::make(eng_, p->dst_md, p->user_dst);
       if (p->re_w) p->w_re = Reorder::make(eng_, p->user_w, p->w_md);
+      if (p->re_dst && has_sum_ && with_post) p->dst_in_re = Reorder::make(eng_, p->user_dst, p->dst_md);
       if (const_w_.defined() && p->re_w) {
         // Pack the constant weights once for this primitive.
         dnnl::stream s(eng_);
@@ -597,12 +732,14 @@ std::shared_ptr<const ConvKernel::Plan> ConvKernel::plan_for(const Shape& x, con
     p->use_ref = true;
     p->why_ref = e.what();
   }
+  if (!p->use_ref) break;
+  }
   plans_.emplace(key, p);
   return p;
 }
 
 Status ConvKernel::run_dnnl(KernelContext& ctx, const Plan& p, const Tensor& x, const Tensor& w, const Tensor* b,
-                            Tensor& y) const {
+                            Tensor& y, const Tensor* sum) const {
   CallScratch sc{ctx, {}};
   try {
     dnnl::stream s(eng_);
@@ -629,6 +766,15 @@ Status ConvKernel::run_dnnl(KernelContext& ctx, const Plan& p, const Tensor& x, 
     if (p.re_dst) {
       BH_ASSIGN_OR_RETURN(void* buf, sc.get(p.dst_md.get_size()));
       dst = memory(p.dst_md, eng_, buf);
+    }
+    if (sum) {
+      // The sum post-op adds to what dst holds.
+      if (p.re_dst) {
+        memory usr_sum(p.user_dst, eng_, sum->raw());
+        BH_RETURN_IF_ERROR(run_reorder(p.dst_in_re, s, eng_, usr_sum, dst, sc));
+      } else {
+        std::memcpy(y.raw(), sum->raw(), y.nbytes());
+      }
     }
     std::unordered_map<int, memory> args{{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wm}, {DNNL_ARG_DST, dst}};
     if (b) args.emplace(DNNL_ARG_BIAS, memory(p.bias_md, eng_, b->raw()));
@@ -688,7 +834,68 @@ Status ConvKernel::compute(KernelContext& ctx) const {
   BH_RETURN_IF_ERROR(resolve_geometry(a_, transpose_, x->shape(), w->shape(), where, &g));
   Shape yshape{N, M};
   yshape.insert(yshape.end(), g.out.begin(), g.out.end());
-  BH_ASSIGN_OR_RETURN(Tensor y, ctx.allocate_output(0, dt, yshape));
+  const Tensor* sum = nullptr;
+  if (has_sum_) {
+    sum = ctx.input(3);
+    if (!sum || !sum->defined()) return invalid_argument(where + "the fused summand (input 3) is missing");
+    if (sum->dtype() != dt)
+      return invalid_argument(where + "the fused summand " + sum->describe() + " must have element type " + dtype_name(dt));
+  }
+  if (!sum || sum->shape() == yshape) {
+    BH_ASSIGN_OR_RETURN(Tensor y, ctx.allocate_output(0, dt, yshape));
+    return conv_into(ctx, *x, *w, b, y, g, post_, sum);
+  }
+  // The summand broadcasts: the convolution and the ops before the sum into scratch, the
+  // broadcast add into the output, then the ops after it.
+  size_t k = 0;
+  while (post_[k].kind != PostKind::kSum) ++k;
+  std::vector<PostOp> before(post_.begin(), post_.begin() + k), after(post_.begin() + k + 1, post_.end());
+  BH_ASSIGN_OR_RETURN(Shape oshape, broadcast_shapes(yshape, sum->shape(), where));
+  BH_ASSIGN_OR_RETURN(Tensor t, ctx.allocate_scratch(dt, yshape));
+  BH_RETURN_IF_ERROR(conv_into(ctx, *x, *w, b, t, g, before, nullptr));
+  BH_ASSIGN_OR_RETURN(Tensor y, ctx.allocate_output(0, dt, oshape));
+  std::vector<int64_t> st = broadcast_strides(yshape, oshape), ss = broadcast_strides(sum->shape(), oshape);
+  const int r = static_cast<int>(oshape.size());
+  auto add = [&](auto* yp, const auto* tp, const auto* sp) {
+    std::vector<int64_t> idx(r, 0);
+    int64_t ot = 0, os = 0;
+    for (int64_t i = 0, n = y.numel(); i < n; ++i) {
+      yp[i] = tp[ot] + sp[os];
+      for (int d = r - 1; d >= 0; --d) {
+        ot += st[d];
+        os += ss[d];
+        if (++idx[d] < oshape[d]) break;
+        ot -= st[d] * oshape[d];
+        os -= ss[d] * oshape[d];
+        idx[d] = 0;
+      }
+    }
+  };
+  if (dt == DataType::kFloat32) {
+    add(y.data<float>(), t.data<float>(), sum->data<float>());
+    apply_post_ops_all(after, y.data<float>(), static_cast<const float*>(nullptr), y.numel(), ctx.threads());
+  } else {
+    add(y.data<double>(), t.data<double>(), sum->data<double>());
+    apply_post_ops_all(after, y.data<double>(), static_cast<const double*>(nullptr), y.numel(), ctx.threads());
+  }
+  return Status::ok();
+}
+
+Status ConvKernel::conv_into(KernelContext& ctx, const Tensor& xt, const Tensor& wt, const Tensor* b, Tensor& y,
+                             const Geometry& g, const std::vector<PostOp>& ops, const Tensor* sum) const {
+  const std::string where = ctx.where();
+  const Tensor* x = &xt;
+  const Tensor* w = &wt;
+  DataType dt = x->dtype();
+  int64_t G = a_.group;
+  int64_t N = x->dim(0), C = x->dim(1), M = y.dim(1);
+  auto finish_generic = [&]() {
+    if (ops.empty()) return;
+    if (dt == DataType::kFloat32)
+      apply_post_ops_all(ops, y.data<float>(), sum ? sum->data<float>() : nullptr, y.numel(), ctx.threads());
+    else
+      apply_post_ops_all(ops, y.data<double>(), sum ? sum->data<double>() : nullptr, y.numel(), ctx.threads());
+  };
   if (y.numel() == 0) return Status::ok();
   if (x->numel() == 0 || w->numel() == 0) {
     // Nothing to accumulate: the output is the bias.
@@ -697,26 +904,37 @@ Status ConvKernel::compute(KernelContext& ctx) const {
       if (dt == DataType::kFloat32) y.data<float>()[i] = b ? b->data<float>()[m] : 0.f;
       else y.data<double>()[i] = b ? b->data<double>()[m] : 0.0;
     }
+    finish_generic();
     return Status::ok();
   }
+  const float* sumf = sum && dt == DataType::kFloat32 ? sum->data<float>() : nullptr;
   if (dt == DataType::kFloat32 && !transpose_) {
     bool pointwise = G == 1;
     for (int i = 0; i < g.nsp; ++i)
       pointwise = pointwise && g.k[i] == 1 && g.s[i] == 1 && g.pb[i] == 0 && g.pe[i] == 0;
     if (pointwise)
       return conv1x1_sgemm(where, x->data<float>(), w->data<float>(), b ? b->data<float>() : nullptr, y.data<float>(), N,
-                           C, M, x->numel() / (N * C));
+                           C, M, x->numel() / (N * C), ops, sumf);
     // Row-wise NCHW depthwise beats oneDNN + two reorders on wide planes; narrow planes
     // go to oneDNN's brdgmm/jit depthwise kernels.
     if (g.nsp == 2 && G == C && M == C && g.out[1] >= 16) {
       depthwise2d_nchw(x->data<float>(), w->data<float>(), b ? b->data<float>() : nullptr, y.data<float>(), N, C, g,
-                       ctx.threads());
+                       ctx.threads(), ops, sumf);
       return Status::ok();
     }
   }
   if (dt == DataType::kFloat32) {
     auto plan = plan_for(x->shape(), w->shape(), b != nullptr, g, G);
-    if (!plan->use_ref) return run_dnnl(ctx, *plan, *x, *w, b, y);
+    if (!plan->use_ref) {
+      if (plan->fused && ops.size() == post_.size()) return run_dnnl(ctx, *plan, *x, *w, b, y, sum);
+      if (!plan->fused || post_.empty()) {
+        BH_RETURN_IF_ERROR(run_dnnl(ctx, *plan, *x, *w, b, y, nullptr));
+        finish_generic();
+        return Status::ok();
+      }
+      // A partial list (the ops before a broadcast sum) with a primitive that applies
+      // them all: the reference loops below.
+    }
   }
   Geo3 g3 = to_geo3(g);
   if (dt == DataType::kFloat32) {
@@ -734,6 +952,7 @@ Status ConvKernel::compute(KernelContext& ctx) const {
       conv_transpose_ref<double>(x->data<double>(), w->data<double>(), b ? b->data<double>() : nullptr,
                                  y.data<double>(), N, C, M, G, g3, ctx.threads());
   }
+  finish_generic();
   return Status::ok();
 }
 
@@ -748,13 +967,17 @@ Result<std::unique_ptr<Kernel>> make_conv(const KernelInfo& info, bool transpose
   }
   ConvAttrs a = parse_conv_attrs(n);
   if (a.group < 1) return invalid_argument(info.where() + "group must be positive, got " + std::to_string(a.group));
+  std::vector<PostOp> post;
+  if (!transpose && n.has_attr("_post_ops")) {
+    BH_ASSIGN_OR_RETURN(post, parse_post_ops(n, info.where()));
+  }
   Tensor cw;
   if (info.input_is_constant(1) && info.constant_inputs[1].dtype() == DataType::kFloat32 &&
       info.constant_inputs[1].on_host())
     cw = info.constant_inputs[1];
   try {
     dnnl::engine eng(dnnl::engine::kind::cpu, 0);
-    return std::unique_ptr<Kernel>(std::make_unique<ConvKernel>(std::move(a), transpose, std::move(cw), std::move(eng)));
+    return std::unique_ptr<Kernel>(std::make_unique<ConvKernel>(std::move(a), transpose, std::move(cw), std::move(eng), std::move(post)));
   } catch (const dnnl::error& e) {
     return internal_error(info.where() + "cannot create a oneDNN CPU engine: " + e.what());
   }

@@ -1,0 +1,553 @@
+#include "exec/optimize.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <optional>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+namespace bulkhead::exec {
+namespace {
+
+using ir::AttrType;
+using ir::Graph;
+using ir::Node;
+
+void collect_outer_refs(const Graph& g, std::unordered_set<std::string>& out) {
+  auto visit = [&](const std::shared_ptr<const Graph>& sg) {
+    if (!sg) return;
+    for (const auto& r : sg->outer_refs) out.insert(r);
+    collect_outer_refs(*sg, out);
+  };
+  for (const auto& n : g.nodes)
+    for (const auto& [k, a] : n.attrs) {
+      if (a.type == AttrType::kGraph) visit(a.g);
+      if (a.type == AttrType::kGraphs)
+        for (const auto& sg : a.graphs) visit(sg);
+    }
+}
+
+bool near(float a, float b) { return std::fabs(a - b) <= 1e-6f * std::max(1.f, std::fabs(b)); }
+
+class Optimizer {
+ public:
+  Optimizer(Graph& g, bool input_defaults_constant) : g_(g), input_defaults_constant_(input_defaults_constant) {}
+
+  Status run() {
+    for (const auto& o : g_.outputs) pinned_.insert(o.name);
+    collect_outer_refs(g_, pinned_);
+    for (const auto& in : g_.inputs) graph_inputs_.insert(in.name);
+    dead_.assign(g_.nodes.size(), false);
+    done_.assign(g_.nodes.size(), false);
+
+    fold_constant_of_shape();
+    remove_identities();
+    index();
+    for (size_t i = 0; i < g_.nodes.size(); ++i) {
+      if (dead_[i] || done_[i]) continue;
+      if (fuse_conv(i)) index();
+    }
+    compact();
+    return Status::ok();
+  }
+
+ private:
+  // ----- bookkeeping
+
+  void index() {
+    consumers_.clear();
+    for (size_t i = 0; i < g_.nodes.size(); ++i) {
+      if (dead_[i]) continue;
+      for (const auto& in : g_.nodes[i].inputs)
+        if (!in.empty()) consumers_[in].push_back(i);
+    }
+  }
+
+  size_t num_uses(const std::string& v) const {
+    auto it = consumers_.find(v);
+    return it == consumers_.end() ? 0 : it->second.size();
+  }
+
+  // The one node reading `v` (exactly once), when `v` is an intermediate nobody else sees.
+  std::optional<size_t> sole_consumer(const std::string& v) const {
+    if (pinned_.count(v)) return std::nullopt;
+    auto it = consumers_.find(v);
+    if (it == consumers_.end() || it->second.size() != 1) return std::nullopt;
+    return it->second[0];
+  }
+
+  // Only output 0 of `n` is used.
+  bool only_first_output(const Node& n) const {
+    if (n.outputs.empty() || n.outputs[0].empty()) return false;
+    for (size_t k = 1; k < n.outputs.size(); ++k) {
+      const std::string& o = n.outputs[k];
+      if (!o.empty() && (pinned_.count(o) || num_uses(o))) return false;
+    }
+    return true;
+  }
+
+  // An initializer the caller cannot override as an input.
+  const Tensor* constant(const std::string& name) const {
+    if (name.empty() || (graph_inputs_.count(name) && !input_defaults_constant_)) return nullptr;
+    auto it = g_.initializers.find(name);
+    return it == g_.initializers.end() ? nullptr : &it->second;
+  }
+
+  bool scalar_f32(const std::string& name, int max_rank, float* v) const {
+    const Tensor* t = constant(name);
+    if (!t || t->dtype() != DataType::kFloat32 || t->numel() != 1 || t->rank() > max_rank || !t->on_host()) return false;
+    *v = t->data<float>()[0];
+    return true;
+  }
+
+  // A float32 constant that broadcasts along the channel axis (1) of a rank-`rank` [N, M, ...]
+  // tensor without changing its shape: one value, or M values on that axis.
+  bool per_channel_f32(const std::string& name, int64_t M, int rank, std::vector<double>* v) const {
+    const Tensor* t = constant(name);
+    if (!t || t->dtype() != DataType::kFloat32 || t->rank() > rank || !t->on_host()) return false;
+    const float* p = t->data<float>();
+    if (t->numel() == 1) {
+      v->assign(M, p[0]);
+      return true;
+    }
+    if (t->numel() != M) return false;
+    int axis = 1 - (rank - t->rank());
+    if (axis < 0) return false;
+    for (int d = 0; d < t->rank(); ++d)
+      if (d != axis && t->dim(d) != 1) return false;
+    v->assign(p, p + M);
+    return true;
+  }
+
+  // A float32 constant of shape [M].
+  bool vector_f32(const std::string& name, int64_t M, std::vector<double>* v) const {
+    const Tensor* t = constant(name);
+    if (!t || t->dtype() != DataType::kFloat32 || t->rank() != 1 || t->dim(0) != M || !t->on_host()) return false;
+    v->assign(t->data<float>(), t->data<float>() + M);
+    return true;
+  }
+
+  std::string fresh(const std::string& base) {
+    for (;;) {
+      std::string n = base + "__bh_opt" + std::to_string(counter_++);
+      if (!g_.initializers.count(n) && !g_.value_info.count(n) && !g_.find_input(n)) return n;
+    }
+  }
+
+  // ----- ConstantOfShape -> initializer (weights of "light" models are built that way)
+
+  void fold_constant_of_shape() {
+    std::unordered_map<std::string, std::vector<std::pair<size_t, size_t>>> uses;  // value -> (node, input)
+    for (size_t i = 0; i < g_.nodes.size(); ++i)
+      for (size_t k = 0; k < g_.nodes[i].inputs.size(); ++k) uses[g_.nodes[i].inputs[k]].emplace_back(i, k);
+    for (size_t i = 0; i < g_.nodes.size(); ++i) {
+      Node& n = g_.nodes[i];
+      if (n.op_type != "ConstantOfShape" || !n.domain.empty() || n.outputs.size() != 1 || n.inputs.size() != 1) continue;
+      const std::string& out = n.outputs[0];
+      if (out.empty() || pinned_.count(out) || graph_inputs_.count(out) || g_.initializers.count(out)) continue;
+      // Only for weights: every use is a Conv weight/bias or a BatchNormalization parameter.
+      auto it = uses.find(out);
+      if (it == uses.end()) continue;
+      bool weights = true;
+      for (auto [ni, k] : it->second) {
+        const Node& u = g_.nodes[ni];
+        weights = weights && u.domain.empty() &&
+                  ((u.op_type == "Conv" && (k == 1 || k == 2)) || (u.op_type == "BatchNormalization" && k >= 1));
+      }
+      if (!weights) continue;
+      const Tensor* shape = constant(n.inputs[0]);
+      if (!shape || shape->dtype() != DataType::kInt64 || shape->rank() != 1 || !shape->on_host()) continue;
+      Shape s(shape->data<int64_t>(), shape->data<int64_t>() + shape->numel());
+      int64_t numel = 1;
+      bool ok = true;
+      for (int64_t d : s) {
+        ok = ok && d >= 0 && d < (int64_t{1} << 31);
+        numel *= ok ? d : 1;
+        ok = ok && numel <= (int64_t{1} << 28);
+      }
+      if (!ok) continue;
+      DataType dt = DataType::kFloat32;
+      const ir::Attribute* va = n.attr("value");
+      if (va) {
+        if (va->type != AttrType::kTensor || va->t.numel() != 1 || !va->t.on_host()) continue;
+        dt = va->t.dtype();
+        if (dt != DataType::kFloat32 && dt != DataType::kFloat64) continue;
+      }
+      Tensor t = Tensor::host(dt, s);
+      if (dt == DataType::kFloat32) std::fill(t.data<float>(), t.data<float>() + numel, va ? va->t.data<float>()[0] : 0.f);
+      else std::fill(t.data<double>(), t.data<double>() + numel, va->t.data<double>()[0]);
+      g_.initializers[out] = t;
+      dead_[i] = true;
+    }
+  }
+
+  // ----- Identity / inference Dropout
+
+  void remove_identities() {
+    for (size_t i = 0; i < g_.nodes.size(); ++i) {
+      Node& n = g_.nodes[i];
+      if (dead_[i] || !n.domain.empty()) continue;
+      bool identity = n.op_type == "Identity" && n.inputs.size() == 1 && n.outputs.size() == 1;
+      if (n.op_type == "Dropout" && n.opset >= 7 && !n.inputs.empty() && !n.outputs.empty()) {
+        identity = true;
+        if (n.inputs.size() > 2 && !n.inputs[2].empty()) {
+          const Tensor* tm = constant(n.inputs[2]);
+          identity = tm && tm->dtype() == DataType::kBool && tm->numel() == 1 && tm->on_host() &&
+                     !tm->data<uint8_t>()[0];
+        }
+        // The mask output must be unused.
+        for (size_t k = 1; k < n.outputs.size(); ++k) {
+          const std::string& o = n.outputs[k];
+          if (o.empty()) continue;
+          if (pinned_.count(o)) identity = false;
+          for (const auto& m : g_.nodes)
+            for (const auto& in : m.inputs)
+              if (in == o) identity = false;
+        }
+      }
+      if (!identity) continue;
+      const std::string x = n.inputs[0], y = n.outputs[0];
+      if (x.empty() || y.empty() || pinned_.count(y)) continue;
+      for (size_t j = 0; j < g_.nodes.size(); ++j) {
+        if (dead_[j]) continue;
+        for (auto& in : g_.nodes[j].inputs)
+          if (in == y) in = x;
+      }
+      dead_[i] = true;
+    }
+  }
+
+  // ----- Conv chains
+
+  // The rank of the Conv's output (its weight's rank), or -1 when unknown.
+  int conv_rank(const Node& conv) const {
+    if (const Tensor* w = constant(conv.inputs[1])) return w->rank();
+    if (const ir::ValueInfo* vi = g_.info(conv.inputs[1]))
+      if (vi->shape) return static_cast<int>(vi->shape->size());
+    return -1;
+  }
+
+  DataType type_of(const std::string& name) const {
+    if (auto it = g_.initializers.find(name); it != g_.initializers.end()) return it->second.dtype();
+    if (const ir::ValueInfo* vi = g_.info(name)) return vi->dtype;
+    return DataType::kUndefined;
+  }
+
+  // Clip bounds of node `n`, when constant.
+  bool clip_bounds(const Node& n, float* lo, float* hi) const {
+    *lo = -std::numeric_limits<float>::infinity();
+    *hi = std::numeric_limits<float>::infinity();
+    if (n.opset < 11) {
+      *lo = n.attr_float("min", *lo);
+      *hi = n.attr_float("max", *hi);
+      return n.inputs.size() == 1;
+    }
+    if (n.inputs.size() > 1 && !n.inputs[1].empty() && !scalar_f32(n.inputs[1], 0, lo)) return false;
+    if (n.inputs.size() > 2 && !n.inputs[2].empty() && !scalar_f32(n.inputs[2], 0, hi)) return false;
+    return n.inputs.size() <= 3;
+  }
+
+  bool is(const Node& n, const char* op, size_t nin) const {
+    return n.op_type == op && n.domain.empty() && n.inputs.size() == nin && n.outputs.size() >= 1 && only_first_output(n);
+  }
+
+  // The other input of a two-input node that reads `v`; "" when `v` is not exactly one of them.
+  static std::string other_input(const Node& n, const std::string& v) {
+    if (n.inputs.size() != 2) return "";
+    if (n.inputs[0] == v && n.inputs[1] != v) return n.inputs[1];
+    if (n.inputs[1] == v && n.inputs[0] != v) return n.inputs[0];
+    return "";
+  }
+
+  // x*Clip(x+3, 0, 6)/6 or x*HardSigmoid(x, 1/6, 1/2) reading `v` (with exactly the two
+  // consumers of the pattern). On a match, fills the nodes it consists of and the output.
+  bool match_hardswish(const std::string& v, int rank, std::vector<size_t>* nodes, std::string* out) const {
+    if (pinned_.count(v)) return false;
+    auto it = consumers_.find(v);
+    if (it == consumers_.end() || it->second.size() != 2 || it->second[0] == it->second[1]) return false;
+    for (int first = 0; first < 2; ++first) {
+      size_t a = it->second[first], m = it->second[1 - first];
+      const Node& na = g_.nodes[a];
+      const Node& nm = g_.nodes[m];
+      if (!is(nm, "Mul", 2)) continue;
+      std::string gate;
+      std::vector<size_t> found;
+      if (is(na, "HardSigmoid", 1)) {
+        if (!near(na.attr_float("alpha", 0.2f), 1.f / 6) || na.attr_float("beta", 0.5f) != 0.5f) continue;
+        gate = na.outputs[0];
+        found = {a};
+      } else if (is(na, "Add", 2)) {
+        float three;
+        if (!scalar_f32(other_input(na, v), rank, &three) || three != 3.f) continue;
+        auto c = sole_consumer(na.outputs[0]);
+        if (!c) continue;
+        const Node& nc = g_.nodes[*c];
+        float lo, hi;
+        if (nc.op_type != "Clip" || !nc.domain.empty() || nc.inputs[0] != na.outputs[0] || !only_first_output(nc) ||
+            !clip_bounds(nc, &lo, &hi) || lo != 0.f || hi != 6.f)
+          continue;
+        gate = nc.outputs[0];
+        found = {a, *c};
+      } else {
+        continue;
+      }
+      if (other_input(nm, v) != gate) continue;
+      auto gc = sole_consumer(gate);
+      if (!gc || *gc != m) continue;
+      found.push_back(m);
+      if (na.op_type == "HardSigmoid") {
+        *nodes = found;
+        *out = nm.outputs[0];
+        return true;
+      }
+      auto d = sole_consumer(nm.outputs[0]);
+      if (!d) continue;
+      const Node& nd = g_.nodes[*d];
+      float six;
+      if (!is(nd, "Div", 2) || nd.inputs[0] != nm.outputs[0] || !scalar_f32(nd.inputs[1], rank, &six) || six != 6.f)
+        continue;
+      found.push_back(*d);
+      *nodes = found;
+      *out = nd.outputs[0];
+      return true;
+    }
+    return false;
+  }
+
+  bool fuse_conv(size_t ci) {
+    const Node& conv = g_.nodes[ci];
+    if (conv.op_type != "Conv" || !conv.domain.empty() || conv.outputs.size() != 1 || conv.outputs[0].empty() ||
+        conv.inputs.size() < 2 || conv.inputs.size() > 3 || conv.inputs[0].empty() || conv.inputs[1].empty() ||
+        conv.has_attr("_post_ops"))
+      return false;
+    if (type_of(conv.inputs[1]) != DataType::kFloat32) return false;
+    int rank = conv_rank(conv);
+    if (rank < 0) rank = 3;  // a Conv output has at least rank 3
+
+    // Folding into weights: W (and B) constant float32.
+    const Tensor* W = constant(conv.inputs[1]);
+    const Tensor* B = conv.inputs.size() > 2 && !conv.inputs[2].empty() ? constant(conv.inputs[2]) : nullptr;
+    bool has_bias = conv.inputs.size() > 2 && !conv.inputs[2].empty();
+    bool can_fold = W && W->on_host() && W->dtype() == DataType::kFloat32 && W->rank() >= 3 && W->dim(0) > 0;
+    int64_t M = can_fold ? W->dim(0) : 0;
+    if (has_bias)
+      can_fold = can_fold && B && B->on_host() && B->dtype() == DataType::kFloat32 && B->rank() == 1 && B->dim(0) == M;
+    std::vector<double> scale, shift;
+    if (can_fold) {
+      scale.assign(M, 1.0);
+      shift.assign(M, 0.0);
+    }
+    bool folded = false;
+
+    std::vector<std::string> ops;
+    std::vector<float> args;
+    std::string sum_input;
+    std::vector<size_t> eaten;
+    std::string cur = conv.outputs[0];
+    size_t last = ci;
+    auto take = [&](std::vector<size_t> nodes, const std::string& out) {
+      for (size_t k : nodes) {
+        eaten.push_back(k);
+        last = std::max(last, k);
+      }
+      cur = out;
+    };
+    auto push = [&](const char* op, float a, float b) {
+      ops.push_back(op);
+      args.push_back(a);
+      args.push_back(b);
+    };
+
+    for (;;) {
+      std::vector<size_t> hs_nodes;
+      std::string hs_out;
+      if (match_hardswish(cur, rank, &hs_nodes, &hs_out)) {
+        push("hardswish", 0, 0);
+        take(hs_nodes, hs_out);
+        continue;
+      }
+      auto nx = sole_consumer(cur);
+      if (!nx) break;
+      const Node& n = g_.nodes[*nx];
+      if (!n.domain.empty() || n.inputs.empty() || !only_first_output(n)) break;
+      const std::string& out = n.outputs[0];
+      const std::string other = other_input(n, cur);
+
+      // Folds into the weights, before any post-op.
+      if (can_fold && ops.empty()) {
+        std::vector<double> c;
+        if (n.op_type == "BatchNormalization" && n.inputs.size() == 5 && n.inputs[0] == cur &&
+            n.attr_int("training_mode", 0) == 0 && n.attr_int("spatial", 1) == 1 &&
+            (n.opset >= 7 || n.attr_int("is_test", 1) == 1)) {
+          std::vector<double> gamma, beta, mean, var;
+          if (vector_f32(n.inputs[1], M, &gamma) && vector_f32(n.inputs[2], M, &beta) &&
+              vector_f32(n.inputs[3], M, &mean) && vector_f32(n.inputs[4], M, &var)) {
+            double eps = n.attr_float("epsilon", 1e-5f);
+            for (int64_t m = 0; m < M; ++m) {
+              double s = gamma[m] / std::sqrt(var[m] + eps);
+              scale[m] *= s;
+              shift[m] = (shift[m] - mean[m]) * s + beta[m];
+            }
+            folded = true;
+            take({*nx}, out);
+            continue;
+          }
+        }
+        if ((n.op_type == "Mul" || n.op_type == "Add" || n.op_type == "Sub") && n.inputs.size() == 2 && !other.empty() &&
+            (n.op_type != "Sub" || n.inputs[0] == cur) && per_channel_f32(other, M, rank, &c)) {
+          for (int64_t m = 0; m < M; ++m) {
+            if (n.op_type == "Mul") {
+              scale[m] *= c[m];
+              shift[m] *= c[m];
+            } else {
+              shift[m] += n.op_type == "Add" ? c[m] : -c[m];
+            }
+          }
+          folded = true;
+          take({*nx}, out);
+          continue;
+        }
+      }
+
+      // Post-ops.
+      if (n.inputs[0] == cur && n.inputs.size() == 1) {
+        if (n.op_type == "Relu") {
+          push("relu", 0, 0);
+        } else if (n.op_type == "LeakyRelu") {
+          push("leaky_relu", n.attr_float("alpha", 0.01f), 0);
+        } else if (n.op_type == "HardSigmoid") {
+          push("hardsigmoid", n.attr_float("alpha", 0.2f), n.attr_float("beta", 0.5f));
+        } else if (n.op_type == "HardSwish") {
+          push("hardswish", 0, 0);
+        } else if (n.op_type == "Sigmoid") {
+          push("sigmoid", 0, 0);
+        } else if (n.op_type == "Clip") {
+          float lo, hi;
+          if (!clip_bounds(n, &lo, &hi)) break;
+          push("clip", lo, hi);
+        } else {
+          break;
+        }
+        take({*nx}, out);
+        continue;
+      }
+      if (n.op_type == "Clip" && n.inputs[0] == cur) {
+        float lo, hi;
+        if (!clip_bounds(n, &lo, &hi)) break;
+        push("clip", lo, hi);
+        take({*nx}, out);
+        continue;
+      }
+      float s;
+      if ((n.op_type == "Mul" || n.op_type == "Add" || (n.op_type == "Sub" && n.inputs[0] == cur)) && !other.empty() &&
+          scalar_f32(other, rank, &s)) {
+        if (n.op_type == "Sub") s = -s;
+        bool mul = n.op_type == "Mul";
+        if (!ops.empty() && ops.back() == "linear") {
+          // Extend the previous linear op.
+          float& a = args[args.size() - 2];
+          float& b = args.back();
+          if (mul) {
+            a *= s;
+            b *= s;
+          } else {
+            b += s;
+          }
+        } else {
+          push("linear", mul ? s : 1.f, mul ? 0.f : s);
+        }
+        take({*nx}, out);
+        continue;
+      }
+      if ((n.op_type == "Add" || n.op_type == "Sum") && n.inputs.size() == 2 && !other.empty() && sum_input.empty() &&
+          !constant(other)) {
+        sum_input = other;
+        push("sum", 0, 0);
+        take({*nx}, out);
+        continue;
+      }
+      break;
+    }
+    if (eaten.empty()) return false;
+
+    Node fused = conv;
+    if (folded) {
+      Tensor w2 = Tensor::host(DataType::kFloat32, W->shape());
+      int64_t per = W->numel() / M;
+      const float* wp = W->data<float>();
+      float* wq = w2.data<float>();
+      Tensor b2 = Tensor::host(DataType::kFloat32, Shape{M});
+      float* bq = b2.data<float>();
+      for (int64_t m = 0; m < M; ++m) {
+        for (int64_t k = 0; k < per; ++k) wq[m * per + k] = static_cast<float>(wp[m * per + k] * scale[m]);
+        double b = B ? B->data<float>()[m] : 0.0;
+        bq[m] = static_cast<float>(b * scale[m] + shift[m]);
+      }
+      std::string wn = fresh(conv.inputs[1]), bn = fresh(has_bias ? conv.inputs[2] : conv.inputs[1] + "_bias");
+      g_.initializers[wn] = w2;
+      g_.initializers[bn] = b2;
+      fused.inputs.resize(3);
+      fused.inputs[1] = wn;
+      fused.inputs[2] = bn;
+    }
+    if (!ops.empty()) {
+      ir::Attribute a;
+      a.type = AttrType::kStrings;
+      a.strings = ops;
+      fused.attrs["_post_ops"] = a;
+      ir::Attribute f;
+      f.type = AttrType::kFloats;
+      f.floats = args;
+      fused.attrs["_post_args"] = f;
+    }
+    if (!sum_input.empty()) {
+      fused.inputs.resize(4);
+      fused.inputs[3] = sum_input;
+      ir::Attribute s;
+      s.type = AttrType::kString;
+      s.s = sum_input;
+      fused.attrs["_sum_input"] = s;
+    }
+    fused.outputs[0] = cur;
+    for (size_t k : eaten) dead_[k] = true;
+    dead_[ci] = true;
+    dead_[last] = false;
+    g_.nodes[last] = std::move(fused);
+    done_[last] = true;
+    return true;
+  }
+
+  void compact() {
+    std::vector<Node> kept;
+    kept.reserve(g_.nodes.size());
+    for (size_t i = 0; i < g_.nodes.size(); ++i)
+      if (!dead_[i]) kept.push_back(std::move(g_.nodes[i]));
+    g_.nodes = std::move(kept);
+    // Initializers nothing reads any more (replaced weights).
+    std::unordered_set<std::string> used(pinned_.begin(), pinned_.end());
+    for (const auto& n : g_.nodes)
+      for (const auto& in : n.inputs) used.insert(in);
+    for (auto it = g_.initializers.begin(); it != g_.initializers.end();) {
+      if (!used.count(it->first) && !graph_inputs_.count(it->first)) it = g_.initializers.erase(it);
+      else ++it;
+    }
+  }
+
+  Graph& g_;
+  bool input_defaults_constant_;
+  std::unordered_set<std::string> pinned_, graph_inputs_;
+  std::unordered_map<std::string, std::vector<size_t>> consumers_;
+  std::vector<bool> dead_, done_;
+  int counter_ = 0;
+};
+
+}  // namespace
+
+Status optimize_graph(ir::Graph& g, bool input_defaults_constant) {
+  return Optimizer(g, input_defaults_constant).run();
+}
+
+}  // namespace bulkhead::exec

@@ -1,0 +1,38 @@
+// Graph rewrites applied to a session's own copy of the graph before compile().
+//
+// Every rewrite keeps the graph's results (up to float rounding of folded weights) and
+// fires only when it is safe: each intermediate value it removes has exactly the
+// consumers the pattern expects, is not a graph output, is not read by a subgraph, and
+// the constants it folds are initializers that are not overridable graph inputs.
+//
+//   - ConstantOfShape with a constant shape becomes an initializer;
+//   - Identity and inference Dropout are removed;
+//   - Conv followed by BatchNormalization (inference), or by Mul/Add/Sub with a scalar
+//     or per-output-channel constant, is folded into new Conv weights and bias;
+//   - the element-wise chain that follows a Conv is fused into it as post-ops, in order:
+//     Relu, LeakyRelu, Clip, HardSigmoid, HardSwish (the op, or written out as
+//     x*Clip(x+3,0,6)/6 or x*HardSigmoid(x)), Sigmoid, Mul/Add by a scalar constant
+//     (a linear op), and one Add/Sum of another tensor (a residual, "sum").
+//
+// Fused post-ops are internal attributes of the Conv node, read by the CPU Conv kernel:
+//   _post_ops  (strings): "relu", "leaky_relu", "clip", "hardsigmoid", "hardswish",
+//                         "sigmoid", "linear", "sum" — applied in order to the output;
+//   _post_args (floats):  two per op (alpha, beta): leaky_relu alpha; clip min, max;
+//                         hardsigmoid alpha, beta; linear alpha*x + beta;
+//   _sum_input (string):  the tensor added by "sum", also the Conv's input 3 (input 2,
+//                         the bias, is "" when absent).
+// The fused Conv takes the place of the last node of its chain and writes that node's
+// output, so the graph stays topologically sorted.
+#pragma once
+
+#include "bulkhead/status.h"
+#include "ir/graph.h"
+
+namespace bulkhead::exec {
+
+// Rewrites `g` (a top-level graph; subgraphs are left as they are). An initializer that is
+// also a graph input is a default the caller may override, and is not folded, unless
+// `input_defaults_constant` (IR < 4 models, which list every initializer as an input).
+Status optimize_graph(ir::Graph& g, bool input_defaults_constant = false);
+
+}  // namespace bulkhead::exec
