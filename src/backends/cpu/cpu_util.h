@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "backend/kernel.h"
@@ -77,6 +78,41 @@ inline std::vector<int64_t> read_int_tensor(const Tensor& t) {
   if (t.dtype() == DataType::kInt64) std::memcpy(v.data(), t.raw(), v.size() * 8);
   else if (t.dtype() == DataType::kInt32) for (size_t i = 0; i < v.size(); ++i) v[i] = t.data<int32_t>()[i];
   return v;
+}
+
+// Element-size dispatch for ops that move elements without computing on them: calls
+// f(T{}) with T an unsigned integer of the element size of `dt`, or std::string.
+template <class F>
+Status by_elem_size(DataType dt, const std::string& where, F&& f) {
+  if (dt == DataType::kString) return f(std::string());
+  switch (dtype_size(dt)) {
+    case 1: return f(uint8_t{});
+    case 2: return f(uint16_t{});
+    case 4: return f(uint32_t{});
+    case 8: return f(uint64_t{});
+    default: return unsupported(where + "unsupported element type " + dtype_name(dt));
+  }
+}
+
+// The elements of `t` as T (the string array for string tensors).
+template <class T>
+T* elems(const Tensor& t) {
+  if constexpr (std::is_same_v<T, std::string>) return t.strings();
+  else return t.data<T>();
+}
+
+template <class T>
+inline void copy_elems(const T* s, int64_t n, T* d) {
+  if (n <= 0) return;
+  if constexpr (std::is_trivially_copyable_v<T>) std::memcpy(d, s, static_cast<size_t>(n) * sizeof(T));
+  else std::copy_n(s, n, d);
+}
+
+// Error unless `t` is readable by the CPU.
+inline Status need_host(const Tensor& t, const std::string& where, const char* what) {
+  if (t.dtype() == DataType::kString) return Status::ok();
+  if (t.numel() > 0 && t.raw() == nullptr) return invalid_argument(where + what + " is not in host memory");
+  return Status::ok();
 }
 
 }  // namespace bulkhead::cpu

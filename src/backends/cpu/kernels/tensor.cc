@@ -25,36 +25,9 @@ void register_tensor_resize_kernels(KernelTable& t);
 
 namespace {
 
-template <class T>
-T* elems(const Tensor& t) {
-  if constexpr (std::is_same_v<T, std::string>) return t.strings();
-  else return t.data<T>();
-}
 
-template <class T>
-inline void copy_elems(const T* s, int64_t n, T* d) {
-  if (n <= 0) return;
-  if constexpr (std::is_trivially_copyable_v<T>) std::memcpy(d, s, static_cast<size_t>(n) * sizeof(T));
-  else std::copy_n(s, n, d);
-}
 
-template <class F>
-Status by_elem_size(DataType dt, const std::string& where, F&& f) {
-  if (dt == DataType::kString) return f(std::string());
-  switch (dtype_size(dt)) {
-    case 1: return f(uint8_t{});
-    case 2: return f(uint16_t{});
-    case 4: return f(uint32_t{});
-    case 8: return f(uint64_t{});
-    default: return unsupported(where + "unsupported element type " + dtype_name(dt));
-  }
-}
 
-Status need_host(const Tensor& t, const std::string& where, const char* what) {
-  if (t.dtype() == DataType::kString) return Status::ok();
-  if (t.numel() > 0 && t.raw() == nullptr) return invalid_argument(where + what + " is not in host memory");
-  return Status::ok();
-}
 
 Result<std::vector<int64_t>> read_ints(const Tensor* t, const std::string& where, const char* what) {
   if (!t) return std::vector<int64_t>{};

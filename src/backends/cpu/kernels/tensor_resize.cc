@@ -23,23 +23,7 @@ void register_tensor_resize_kernels(KernelTable& t);
 
 namespace {
 
-template <class T>
-T* elems(const Tensor& t) {
-  if constexpr (std::is_same_v<T, std::string>) return t.strings();
-  else return t.data<T>();
-}
 
-template <class F>
-Status by_elem_size(DataType dt, const std::string& where, F&& f) {
-  if (dt == DataType::kString) return f(std::string());
-  switch (dtype_size(dt)) {
-    case 1: return f(uint8_t{});
-    case 2: return f(uint16_t{});
-    case 4: return f(uint32_t{});
-    case 8: return f(uint64_t{});
-    default: return unsupported(where + "unsupported element type " + dtype_name(dt));
-  }
-}
 
 enum class Mode { kNearest, kLinear, kCubic };
 enum class Coord { kHalfPixel, kHalfPixelSymmetric, kPytorchHalfPixel, kAlignCorners, kAsymmetric, kTfHalfPixelForNN, kTfCropAndResize };
