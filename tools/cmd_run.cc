@@ -18,6 +18,7 @@ struct RunArgs {
   std::vector<std::string> inputs;
   std::string devices = "cpu";
   int threads = 0;
+  int optimization_level = 1;
   int repeat = 1;
   int warmup = -1;
   std::string output_dir;
@@ -66,6 +67,9 @@ int run_cmd(const RunArgs& a) {
   auto opts = SessionOptions::parse("devices=" + a.devices);
   if (!opts.is_ok()) return fail(cmd, opts.status());
   opts->threads = a.threads;
+  if (a.optimization_level < 0 || a.optimization_level > 1)
+    return fail(cmd, "--optimization-level must be 0 or 1, got " + std::to_string(a.optimization_level), 2);
+  opts->optimization_level = a.optimization_level;
 
   Env env;
   auto session = env.load(a.model, *opts);
@@ -174,6 +178,7 @@ void add_run(CLI::App& app) {
   cmd->add_option("-i,--input", a->inputs, "NAME=FILE.npy (repeatable; FILE.npy alone for a one-input model)");
   cmd->add_option("-d,--device", a->devices, "devices in order of preference, e.g. cpu or vulkan:0,cpu");
   cmd->add_option("-t,--threads", a->threads, "intra-op threads (0 = all cores)");
+  cmd->add_option("-O,--optimization-level", a->optimization_level, "graph optimisations: 1 (default) or 0 (off)");
   cmd->add_option("-r,--repeat", a->repeat, "timed runs (median and min are printed)");
   cmd->add_option("--warmup", a->warmup, "untimed runs first (default 1 when --repeat > 1)");
   cmd->add_option("-o,--output-dir", a->output_dir, "write each output as NAME.npy here");

@@ -104,6 +104,7 @@ TEST_F(Cli, BadOptionValues) {
   expect_error(base + " --threads -3", "threads");
   expect_error(base + " --threads many", "threads");
   expect_error(base + " --repeat 0", "repeat");
+  expect_error(base + " --optimization-level 7", "optimization-level");
   expect_error(base + " --device quantum:0", "quantum");
   expect_error(base + " --frobnicate", "frobnicate");
   expect_error("conformance --data /nonexistent/data", "/nonexistent/data");
