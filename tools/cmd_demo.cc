@@ -26,7 +26,7 @@ int demo_cmd() {
   if (!b.is_ok()) return fail(cmd, b.status());
   std::printf("bulkhead %s demo: a 9-node image classifier built in code (Conv, Relu, HardSwish, Add,\n"
               "GlobalAveragePool, Flatten, Gemm, Softmax), input %s, on ", version(), a->inputs()[0].type_string.c_str());
-  for (auto& [dev, n] : a->placement()) std::printf("%s (%d nodes)\n\n", dev.c_str(), n);
+  for (auto& [dev, n] : a->placement()) std::printf("%s (%d kernels after graph optimisation)\n\n", dev.c_str(), n);
 
   Tensor img_a = demo::classifier_image(0.3f), img_b = demo::classifier_image(1.7f);
   // Each session alone, for reference.
