@@ -27,6 +27,19 @@ struct DeviceInfo {
   std::string detail;   // anything else worth printing
 };
 
+// What a device is told when a top-level run starts (Device::begin_run). Borrowed
+// pointers, valid only during the call.
+struct RunStart {
+  // The session's allocator on this device (the one create_session_allocator made for
+  // it): it names the session that is running.
+  Allocator* session_allocator = nullptr;
+  // The top-level nodes this device will dispatch in this run, in order (nodes folded at
+  // compile time excluded; nodes inside subgraphs not listed).
+  const std::vector<const ir::Node*>* nodes = nullptr;
+  // The run's graph inputs, in graph order (none where an initializer default is used).
+  const std::vector<Value>* inputs = nullptr;
+};
+
 class Device {
  public:
   virtual ~Device() = default;
@@ -40,6 +53,13 @@ class Device {
   // Prepares the calling thread for a run that uses `threads` intra-op threads; the
   // returned object restores the thread's previous settings when destroyed.
   virtual std::shared_ptr<void> enter_run(int threads) const { return nullptr; }
+  // Optional per-run device state: the executor calls this once per top-level run for
+  // each of the session's devices and hands the object to that device's kernels through
+  // KernelContext::device_run_state() for the whole run, subgraphs included. The object
+  // belongs to that one run (never shared with a concurrent run) and is destroyed on the
+  // run's thread when the run ends, after its last kernel. Default: no state (the CPU
+  // device has none, and pays one virtual call per run).
+  virtual std::shared_ptr<void> begin_run(const RunStart& run) { return nullptr; }
 };
 
 class Backend {

@@ -69,6 +69,10 @@ class KernelContext {
 
   // For errors: "node 'x' (Op): ".
   virtual std::string where() const = 0;
+
+  // The state this kernel's device made for the current run (Device::begin_run), or
+  // nullptr when it made none or the call is not part of a run (constant folding).
+  virtual void* device_run_state() const { return nullptr; }
 };
 
 class Kernel {

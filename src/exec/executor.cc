@@ -196,6 +196,8 @@ Result<std::unique_ptr<CompiledGraph>> compile(const ir::Graph& graph, const Com
   }
   for (int s = 0; s < cg->num_slots; ++s)
     if (!keep[s] && last_use[s] >= 0) cg->steps[last_use[s]].release.push_back(s);
+  cg->nodes_per_placement.assign(opts.placements.size(), {});
+  for (const auto& st : cg->steps) cg->nodes_per_placement[st.placement].push_back(st.node);
   return cg;
 }
 
@@ -243,6 +245,9 @@ class StepContext final : public KernelContext {
     return run(*it->second, std::move(inputs), rc_, &frame_);
   }
   std::string where() const override { return step_.node->label() + ": "; }
+  void* device_run_state() const override {
+    return rc_.device_states ? (*rc_.device_states)[step_.placement].get() : nullptr;
+  }
   bool was_set(int i) const { return set_[i]; }
   void reset_flags() { set_.assign(step_.out.size(), false); }
 
@@ -255,6 +260,10 @@ class StepContext final : public KernelContext {
   std::vector<bool> set_ = std::vector<bool>(step_.out.size(), false);
 };
 
+// Runs the steps of `g` with `rc` as given (run() adds the per-run device states).
+Result<std::vector<Value>> run_steps(const CompiledGraph& g, std::vector<Value> inputs, const RunContext& rc,
+                                     const std::vector<Value>* outer);
+
 }  // namespace
 
 Result<std::vector<Value>> run(const CompiledGraph& g, std::vector<Value> inputs, const RunContext& rc,
@@ -262,6 +271,34 @@ Result<std::vector<Value>> run(const CompiledGraph& g, std::vector<Value> inputs
   if (inputs.size() > g.input_slots.size())
     return invalid_argument("graph '" + g.graph->name + "' takes " + std::to_string(g.input_slots.size()) +
                             " inputs, got " + std::to_string(inputs.size()));
+  const auto& placements = rc.opts->placements;
+  // A top-level run asks each device for its per-run state (Device::begin_run); the
+  // states are destroyed here after run_steps returns, so they outlast every kernel of
+  // the run. Devices that make none (the CPU) leave this vector empty: no allocation.
+  std::vector<std::shared_ptr<void>> device_states;
+  RunContext with_states;
+  const RunContext* rcp = &rc;
+  if (!outer) {
+    for (size_t p = 0; p < placements.size(); ++p) {
+      RunStart start{placements[p].allocator.get(), &g.nodes_per_placement[p], &inputs};
+      if (auto st = placements[p].device->begin_run(start)) {
+        device_states.resize(placements.size());
+        device_states[p] = std::move(st);
+      }
+    }
+    if (!device_states.empty()) {
+      with_states = rc;
+      with_states.device_states = &device_states;
+      rcp = &with_states;
+    }
+  }
+  return run_steps(g, std::move(inputs), *rcp, outer);
+}
+
+namespace {
+
+Result<std::vector<Value>> run_steps(const CompiledGraph& g, std::vector<Value> inputs, const RunContext& rc,
+                                     const std::vector<Value>* outer) {
   std::vector<Value> frame(g.num_slots);
   for (const auto& [s, v] : g.constants) frame[s] = v;
   if (outer)
@@ -310,5 +347,7 @@ Result<std::vector<Value>> run(const CompiledGraph& g, std::vector<Value> inputs
   for (int s : g.output_slots) outs.push_back(frame[s]);
   return outs;
 }
+
+}  // namespace
 
 }  // namespace bulkhead::exec

@@ -54,6 +54,8 @@ struct CompiledGraph {
   std::vector<std::pair<int, int>> outer;                // (slot here, slot in enclosing graph)
   std::vector<Step> steps;
   std::vector<int> node_count_per_placement;
+  // The steps of this graph on each placement, in order (Device::begin_run's node list).
+  std::vector<std::vector<const ir::Node*>> nodes_per_placement;
   int folded_nodes = 0;  // nodes computed once at compile time (all inputs constant)
   // Values of this graph known at compile time (initializers and folded results), by name;
   // subgraphs read these as constants too.
@@ -76,6 +78,9 @@ struct RunContext {
   const CopyRouter* router = nullptr;
   int threads = 1;
   std::vector<NodeTiming>* profile = nullptr;  // owned by the caller, one per run
+  // Per-placement state from Device::begin_run, set by run() for the top-level graph and
+  // inherited by its subgraphs; null when no device made any.
+  const std::vector<std::shared_ptr<void>>* device_states = nullptr;
 };
 
 // Runs a compiled graph with `inputs` bound to its inputs in order (a none value leaves

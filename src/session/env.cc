@@ -1,12 +1,18 @@
+#include <algorithm>
 #include <charconv>
 
+#include "backends/faulty/faulty_backend.h"
 #include "session/env_impl.h"
 
 namespace bulkhead {
 
 const char* version() { return BULKHEAD_VERSION; }
 
-EnvImpl::EnvImpl() { backends_["cpu"] = make_cpu_backend(); }
+EnvImpl::EnvImpl() {
+  backends_["cpu"] = make_cpu_backend();
+  // A test instrument (field reports A-D on purpose): only used when a session names it.
+  backends_["faulty"] = make_faulty_backend();
+}
 
 Status EnvImpl::register_backend(std::shared_ptr<Backend> backend) {
   if (!backend) return invalid_argument("register_backend: null backend");
@@ -44,26 +50,47 @@ int EnvImpl::open_device_count() const {
 }
 
 Result<std::shared_ptr<Device>> EnvImpl::acquire_device(const std::string& spec) {
-  std::string name = spec;
-  int ordinal = 0;
+  // NAME, NAME:INDEX, or NAME:DEVICE where DEVICE is a DeviceInfo.name ("faulty:global-slot").
+  std::string name = spec, which;
   auto colon = spec.find(':');
   if (colon != std::string::npos) {
     name = spec.substr(0, colon);
-    std::string num = spec.substr(colon + 1);
-    auto [p, ec] = std::from_chars(num.data(), num.data() + num.size(), ordinal);
-    if (ec != std::errc() || p != num.data() + num.size() || ordinal < 0 || num.empty())
+    which = spec.substr(colon + 1);
+    if (which.empty()) return invalid_argument("bad device '" + spec + "': expected NAME or NAME:INDEX, e.g. cpu or vulkan:0");
+  }
+  std::shared_ptr<Backend> backend;
+  {
+    std::lock_guard lock(mu_);
+    auto b = backends_.find(name);
+    if (b == backends_.end()) {
+      std::string avail;
+      for (auto& [n, x] : backends_) avail += (avail.empty() ? "" : ", ") + n;
+      return not_found("unknown device '" + spec + "' (backends available: " + avail + ")");
+    }
+    backend = b->second;
+  }
+  int ordinal = 0;
+  if (!which.empty()) {
+    auto [p, ec] = std::from_chars(which.data(), which.data() + which.size(), ordinal);
+    bool numeric = ec == std::errc() && p == which.data() + which.size();
+    if (numeric && ordinal < 0)
       return invalid_argument("bad device '" + spec + "': expected NAME or NAME:INDEX, e.g. cpu or vulkan:0");
+    if (!numeric) {
+      auto devs = backend->enumerate();  // outside the lock: enumeration may ask a driver
+      auto d = std::find_if(devs.begin(), devs.end(), [&](const DeviceInfo& di) { return di.name == which; });
+      if (d == devs.end()) {
+        std::string names;
+        for (auto& di : devs) names += (names.empty() ? "" : ", ") + std::to_string(di.ordinal) + " '" + di.name + "'";
+        return not_found("unknown device '" + spec + "': backend '" + name + "' has no device named '" + which +
+                         "' (its devices: " + (names.empty() ? "none" : names) + ")");
+      }
+      ordinal = d->ordinal;
+    }
   }
   std::lock_guard lock(mu_);
-  auto b = backends_.find(name);
-  if (b == backends_.end()) {
-    std::string avail;
-    for (auto& [n, x] : backends_) avail += (avail.empty() ? "" : ", ") + n;
-    return not_found("unknown device '" + spec + "' (backends available: " + avail + ")");
-  }
   auto& slot = devices_[{name, ordinal}];
   if (auto d = slot.lock()) return d;
-  BH_ASSIGN_OR_RETURN(auto dev, b->second->open_device(ordinal, router_));
+  BH_ASSIGN_OR_RETURN(auto dev, backend->open_device(ordinal, router_));
   slot = dev;
   return dev;
 }
