@@ -13,6 +13,7 @@ void add_devices(CLI::App& app);
 void add_run(CLI::App& app);
 void add_conformance(CLI::App& app);
 void add_demo(CLI::App& app);
+void add_worker(CLI::App& app);  // hidden: process isolation's worker
 
 // Prints "bulkhead <cmd>: error: <message>" and returns the exit code for `s`.
 int fail(const std::string& cmd, const Status& s);

@@ -17,6 +17,7 @@ struct RunArgs {
   std::string model;
   std::vector<std::string> inputs;
   std::string devices = "cpu";
+  std::string isolation = "in-process";
   int threads = 0;
   int optimization_level = 1;
   int repeat = 1;
@@ -70,6 +71,9 @@ int run_cmd(const RunArgs& a) {
   if (a.optimization_level < 0 || a.optimization_level > 1)
     return fail(cmd, "--optimization-level must be 0 or 1, got " + std::to_string(a.optimization_level), 2);
   opts->optimization_level = a.optimization_level;
+  if (a.isolation != "in-process" && a.isolation != "process")
+    return fail(cmd, "--isolation must be in-process or process, got '" + a.isolation + "'", 2);
+  opts->isolation = a.isolation;
 
   Env env;
   auto session = env.load(a.model, *opts);
@@ -179,6 +183,7 @@ void add_run(CLI::App& app) {
   cmd->add_option("-d,--device", a->devices, "devices in order of preference, e.g. cpu or vulkan:0,cpu");
   cmd->add_option("-t,--threads", a->threads, "intra-op threads (0 = all cores)");
   cmd->add_option("-O,--optimization-level", a->optimization_level, "graph optimisations: 1 (default) or 0 (off)");
+  cmd->add_option("--isolation", a->isolation, "in-process (default) or process: run the model in a worker process");
   cmd->add_option("-r,--repeat", a->repeat, "timed runs (median and min are printed)");
   cmd->add_option("--warmup", a->warmup, "untimed runs first (default 1 when --repeat > 1)");
   cmd->add_option("-o,--output-dir", a->output_dir, "write each output as NAME.npy here");

@@ -26,6 +26,7 @@ int main(int argc, char** argv) {
   bulkhead::cli::add_run(app);
   bulkhead::cli::add_conformance(app);
   bulkhead::cli::add_demo(app);
+  bulkhead::cli::add_worker(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -32,7 +32,19 @@ struct SessionOptions {
   // Graph optimisations before compilation (exec/optimize.h): 0 = off, 1 = fold and fuse
   // Conv chains (BatchNormalization, activations, residual adds), drop Identity/Dropout.
   int optimization_level = 1;
-  // Parses "devices=cpu;threads=2;graph_capture=0;optimization_level=1" style option strings (CLI, env vars).
+  // "in-process" (default) or "process": the session lives in a worker process (the
+  // bulkhead program run as `bulkhead worker`); tensors cross through shared memory, and
+  // a worker that crashes or hangs fails the run in progress with a clear error and is
+  // replaced for the next one (I8).
+  std::string isolation = "in-process";
+  // Process isolation: a run not answered within this long fails and its worker is
+  // killed. Loading the model in a worker is allowed max(this, 60 s).
+  int worker_timeout_ms = 60000;
+  // Process isolation: the program to start as the worker. Empty: $BULKHEAD_WORKER, else
+  // this program when it is `bulkhead`, else a `bulkhead` beside it.
+  std::string worker_binary;
+  // Parses "devices=cpu;threads=2;graph_capture=0;optimization_level=1" style option strings (CLI, env vars);
+  // also isolation=process, worker_timeout_ms=N, worker_binary=PATH.
   static Result<SessionOptions> parse(const std::string& spec);
 };
 
@@ -83,6 +95,9 @@ class Session {
   // "cpu:0 689 nodes" — how many nodes run on each device.
   std::vector<std::pair<std::string, int>> placement() const;
   const SessionOptions& options() const;
+  // The pid of the worker process serving this session (isolation "process"); -1 for an
+  // in-process session, and between a worker's death and its replacement.
+  int worker_pid() const;
   bool valid() const { return impl_ != nullptr; }
 
  private:

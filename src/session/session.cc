@@ -4,6 +4,8 @@
 #include "exec/executor.h"
 #include "exec/optimize.h"
 #include "ir/onnx_import.h"
+#include "isolate/remote_session.h"
+#include "isolate/session_hooks.h"
 #include "session/env_impl.h"
 
 namespace bulkhead {
@@ -14,6 +16,7 @@ struct SessionAccess {
     s.impl_ = std::move(impl);
     return s;
   }
+  static const SessionImpl* impl(const Session& s) { return s.impl_.get(); }
 };
 
 class SessionImpl {
@@ -27,6 +30,9 @@ class SessionImpl {
   std::vector<bool> input_required;  // false for inputs that default to an initializer
   std::vector<bool> input_bindable;  // required inputs, and initializer defaults of IR >= 4 models
   std::vector<IoInfo> inputs, outputs;  // public: required inputs only
+  // isolation "process": the session lives in a worker and runs are forwarded there
+  // (no model, no plan here).
+  std::unique_ptr<isolate::RemoteSession> remote;
 
   ~SessionImpl() {
     // Kernels and constants go before the devices and allocators they came from.
@@ -94,6 +100,35 @@ Result<Session> build_session(const std::shared_ptr<EnvImpl>& env, ir::Model mod
   return SessionAccess::make(std::move(impl));
 }
 
+Status check_isolation(const SessionOptions& o) {
+  if (o.isolation != "in-process" && o.isolation != "process")
+    return invalid_argument("bad value '" + o.isolation + "' for session option 'isolation': expected in-process or process");
+  if (o.worker_timeout_ms <= 0)
+    return invalid_argument("bad value " + std::to_string(o.worker_timeout_ms) +
+                            " for session option 'worker_timeout_ms': expected a positive number of milliseconds");
+  return Status::ok();
+}
+
+// isolation "process": a session whose model lives in a worker (isolate/remote_session.h).
+Result<Session> build_remote_session(const std::shared_ptr<EnvImpl>& env, const isolate::ModelSource& source,
+                                     const SessionOptions& options) {
+  if (options.threads < 0) return invalid_argument("threads must be >= 0, got " + std::to_string(options.threads));
+  if (options.devices.empty()) return invalid_argument("no devices given");
+  BH_ASSIGN_OR_RETURN(auto remote, isolate::RemoteSession::create(source, options));
+  auto impl = std::make_shared<SessionImpl>();
+  impl->env = env;
+  impl->options = options;
+  const isolate::ModelInfo& info = remote->info();
+  impl->all_inputs = info.all_inputs;
+  impl->input_required = info.required;
+  impl->input_bindable = info.bindable;
+  for (size_t i = 0; i < info.all_inputs.size(); ++i)
+    if (info.required[i]) impl->inputs.push_back(info.all_inputs[i]);
+  impl->outputs = info.outputs;
+  impl->remote = std::move(remote);
+  return SessionAccess::make(std::move(impl));
+}
+
 Status check_input(const IoInfo& io, const Value& v) {
   if (!io.is_tensor) return Status::ok();
   if (!v.is_tensor()) return invalid_argument("input '" + io.name + "': expected a tensor " + io.type_string + ", got " + v.describe());
@@ -150,20 +185,41 @@ Result<SessionOptions> SessionOptions::parse(const std::string& spec) {
     } else if (k == "optimization_level") {
       if (v == "0" || v == "1") o.optimization_level = v[0] - '0';
       else return invalid_argument("bad value '" + v + "' for session option 'optimization_level': expected 0 or 1");
+    } else if (k == "isolation") {
+      if (v != "in-process" && v != "process")
+        return invalid_argument("bad value '" + v + "' for session option 'isolation': expected in-process or process");
+      o.isolation = v;
+    } else if (k == "worker_timeout_ms") {
+      try {
+        size_t used = 0;
+        int n = std::stoi(v, &used);
+        if (used != v.size() || n <= 0) throw std::invalid_argument(v);
+        o.worker_timeout_ms = n;
+      } catch (...) {
+        return invalid_argument("bad value '" + v + "' for session option 'worker_timeout_ms': expected a positive integer");
+      }
+    } else if (k == "worker_binary") {
+      if (v.empty()) return invalid_argument("session option 'worker_binary' is empty");
+      o.worker_binary = v;
     } else {
       return invalid_argument("unknown session option '" + k +
-                              "' (known: devices, threads, graph_capture, optimization_level)");
+                              "' (known: devices, threads, graph_capture, optimization_level, isolation, "
+                              "worker_timeout_ms, worker_binary)");
     }
   }
   return o;
 }
 
 Result<Session> Env::load(const std::string& path, const SessionOptions& options) const {
+  BH_RETURN_IF_ERROR(check_isolation(options));
+  if (options.isolation == "process") return build_remote_session(impl_, {path, false, nullptr}, options);
   BH_ASSIGN_OR_RETURN(auto model, ir::load_model(path));
   return build_session(impl_, std::move(model), options);
 }
 
 Result<Session> Env::load_bytes(const std::string& bytes, const std::string& name, const SessionOptions& options) const {
+  BH_RETURN_IF_ERROR(check_isolation(options));
+  if (options.isolation == "process") return build_remote_session(impl_, {name, true, &bytes}, options);
   BH_ASSIGN_OR_RETURN(auto model, ir::load_model_from_bytes(bytes.data(), bytes.size(), name, ""));
   return build_session(impl_, std::move(model), options);
 }
@@ -171,8 +227,10 @@ Result<Session> Env::load_bytes(const std::string& bytes, const std::string& nam
 const std::vector<IoInfo>& Session::inputs() const { return impl_->inputs; }
 const std::vector<IoInfo>& Session::outputs() const { return impl_->outputs; }
 const SessionOptions& Session::options() const { return impl_->options; }
+int Session::worker_pid() const { return impl_ && impl_->remote ? impl_->remote->worker_pid() : -1; }
 
 std::vector<std::pair<std::string, int>> Session::placement() const {
+  if (impl_->remote) return impl_->remote->info().placement;
   std::vector<std::pair<std::string, int>> r;
   const auto& pl = impl_->compile_options.placements;
   for (size_t i = 0; i < pl.size(); ++i)
@@ -181,9 +239,12 @@ std::vector<std::pair<std::string, int>> Session::placement() const {
   return r;
 }
 
-Result<NamedValues> Session::run_values(const NamedValues& inputs, const RunOptions& options) const {
-  if (!impl_) return invalid_argument("run on an empty Session");
-  const SessionImpl& s = *impl_;
+namespace {
+
+// Session::run_values; `own_outputs` = false lets outputs alias inputs and weights (for
+// a caller that copies them at once: the worker of process isolation).
+Result<NamedValues> run_session(const SessionImpl& s, const NamedValues& inputs, const RunOptions& options,
+                                bool own_outputs) {
   std::vector<Value> bound(s.all_inputs.size());
   std::vector<bool> given(s.all_inputs.size(), false);
   std::unordered_set<const Buffer*> foreign;  // buffers the run must not hand back
@@ -218,6 +279,11 @@ Result<NamedValues> Session::run_values(const NamedValues& inputs, const RunOpti
       wanted.push_back(i);
     }
   }
+  if (s.remote) {
+    std::vector<std::string> names;
+    for (size_t i : wanted) names.push_back(s.outputs[i].name);
+    return s.remote->run(inputs, names, options.profile);
+  }
 
   exec::RunContext rc;
   rc.opts = &s.compile_options;
@@ -241,6 +307,7 @@ Result<NamedValues> Session::run_values(const NamedValues& inputs, const RunOpti
     Value v = (*outs)[i];
     // Outputs are the caller's: never an alias of an input or of the model's weights.
     auto own = [&](Tensor& t) {
+      if (!own_outputs) return;
       if (t.buffer() && foreign.count(t.buffer().get())) t = t.clone_host();
       else if (t.dtype() == DataType::kString) t = t.clone_host();
     };
@@ -249,6 +316,23 @@ Result<NamedValues> Session::run_values(const NamedValues& inputs, const RunOpti
     result.emplace_back(s.outputs[i].name, std::move(v));
   }
   return result;
+}
+
+}  // namespace
+
+Result<NamedValues> Session::run_values(const NamedValues& inputs, const RunOptions& options) const {
+  if (!impl_) return invalid_argument("run on an empty Session");
+  return run_session(*impl_, inputs, options, true);
+}
+
+isolate::ModelInfo isolate::describe_session(const Session& session) {
+  const SessionImpl& s = *SessionAccess::impl(session);
+  return {s.all_inputs, s.input_required, s.input_bindable, s.outputs, session.placement()};
+}
+
+Result<NamedValues> isolate::run_for_transfer(const Session& session, const NamedValues& inputs, const RunOptions& options) {
+  if (!session.valid()) return invalid_argument("run on an empty Session");
+  return run_session(*SessionAccess::impl(session), inputs, options, false);
 }
 
 Result<NamedTensors> Session::run(const NamedTensors& inputs, const RunOptions& options) const {

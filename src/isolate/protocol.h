@@ -1,0 +1,79 @@
+// The supervisor ↔ worker protocol. One request, one reply, in lock step:
+//
+//   supervisor                                worker
+//   kLoad  {model, options} [+ model memfd] → builds an in-process Session
+//                                           ← kReady {inputs, outputs, placement} | kLoadFailed {status}
+//   kRun#id {inputs, outputs wanted} [+ region] → runs it
+//                                           ← kRunDone#id {outputs} [+ region] | kRunFailed#id {status}
+//
+// Every run carries its id and the reply must carry the same one. Tensors travel in
+// sealed shared-memory regions (value_transfer.h); these messages hold only their
+// descriptors. Decoders validate everything they read: a malformed message is an error,
+// never a crash. Value types; thread-compatible.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "bulkhead/bulkhead.hpp"
+
+namespace bulkhead::isolate {
+
+// Bumped whenever a message changes; a worker of another version refuses to load.
+constexpr uint32_t kProtocolVersion = 1;
+
+enum MessageType : uint32_t {
+  kLoad = 1,
+  kReady = 2,
+  kLoadFailed = 3,
+  kRun = 4,
+  kRunDone = 5,
+  kRunFailed = 6,
+};
+
+struct LoadRequest {
+  uint32_t version = kProtocolVersion;
+  std::string model;        // the file for Env::load, or the name given to Env::load_bytes
+  bool from_bytes = false;  // the serialized model comes in a memfd (the message's fd)
+  uint64_t bytes_size = 0;
+  SessionOptions options;   // isolation is always "in-process" here
+};
+
+// What the caller needs to validate inputs exactly as an in-process session does.
+struct ModelInfo {
+  std::vector<IoInfo> all_inputs;  // every graph input, in binding order
+  std::vector<bool> required;      // false for inputs with an initializer default
+  std::vector<bool> bindable;      // required inputs and overridable defaults
+  std::vector<IoInfo> outputs;
+  std::vector<std::pair<std::string, int>> placement;
+};
+
+struct RunRequest {
+  std::vector<std::string> outputs;  // in the order the caller wants them
+  bool profile = false;
+  uint64_t region_bytes = 0;         // size of the input region (0: no region)
+  std::string values;                // value_transfer descriptors of the inputs
+};
+
+struct RunReply {
+  uint64_t region_bytes = 0;
+  std::string values;                // value_transfer descriptors of the outputs
+  std::vector<NodeProfile> profile;
+};
+
+std::string encode(const LoadRequest& r);
+Result<LoadRequest> decode_load_request(const std::string& payload);
+std::string encode(const ModelInfo& m);
+Result<ModelInfo> decode_model_info(const std::string& payload);
+std::string encode(const RunRequest& r);
+Result<RunRequest> decode_run_request(const std::string& payload);
+std::string encode(const RunReply& r);
+Result<RunReply> decode_run_reply(const std::string& payload);
+// A failed Status, carried verbatim (code and message).
+std::string encode(const Status& s);
+// The Status a kLoadFailed / kRunFailed carries; an internal error if malformed.
+Status decode_status(const std::string& payload);
+
+}  // namespace bulkhead::isolate

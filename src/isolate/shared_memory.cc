@@ -1,0 +1,80 @@
+#include "isolate/shared_memory.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdint>
+#include <cstring>
+
+namespace bulkhead::isolate {
+namespace {
+
+constexpr int kSeals = F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL;
+
+std::string errno_text(int err) { return std::strerror(err); }
+
+size_t page_round(size_t n) {
+  static const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  return (std::max<size_t>(n, 1) + page - 1) / page * page;
+}
+
+// The memfd of an allocate()d region travels in Buffer::handle() as fd + 1 (0 = none).
+void* fd_handle(int fd) { return reinterpret_cast<void*>(static_cast<intptr_t>(fd) + 1); }
+int handle_fd(void* handle) { return static_cast<int>(reinterpret_cast<intptr_t>(handle)) - 1; }
+
+}  // namespace
+
+Result<std::shared_ptr<Buffer>> SharedMemory::allocate(size_t size, size_t alignment) {
+  const size_t bytes = page_round(size);  // mappings are page-aligned: any alignment <= a page holds
+  if (alignment > bytes && alignment > static_cast<size_t>(sysconf(_SC_PAGESIZE)))
+    return invalid_argument("shared-memory alignment " + std::to_string(alignment) + " exceeds a page");
+  UniqueFd fd(memfd_create("bulkhead-tensors", MFD_CLOEXEC | MFD_ALLOW_SEALING));
+  if (!fd.valid()) return Status(StatusCode::kResourceExhausted, "memfd_create failed: " + errno_text(errno));
+  if (ftruncate(fd.get(), static_cast<off_t>(bytes)) != 0)
+    return Status(StatusCode::kResourceExhausted,
+                  "cannot size a shared-memory region of " + std::to_string(bytes) + " bytes: " + errno_text(errno));
+  // The writer fills the whole region: fault it in at once rather than page by page.
+  int flags = MAP_SHARED | (bytes >= (1u << 16) ? MAP_POPULATE : 0);
+  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, flags, fd.get(), 0);
+  if (p == MAP_FAILED)
+    return Status(StatusCode::kResourceExhausted,
+                  "cannot map a shared-memory region of " + std::to_string(bytes) + " bytes: " + errno_text(errno));
+  return std::make_shared<Buffer>(shared_from_this(), domain_, p, bytes, fd_handle(fd.release()));
+}
+
+void SharedMemory::release(void* data, void* handle, size_t size) {
+  if (data) munmap(data, size);
+  if (handle) close(handle_fd(handle));
+}
+
+Result<UniqueFd> SharedMemory::seal(std::shared_ptr<Buffer> region) {
+  if (!region || !region->handle() || dynamic_cast<const SharedMemory*>(region->allocator()) == nullptr)
+    return internal_error("seal: not a region allocated from shared memory");
+  if (region.use_count() != 1) return internal_error("seal: the region is still in use");
+  UniqueFd fd(fcntl(handle_fd(region->handle()), F_DUPFD_CLOEXEC, 0));
+  if (!fd.valid()) return Status(StatusCode::kResourceExhausted, "cannot duplicate a region descriptor: " + errno_text(errno));
+  region.reset();  // unmaps: a writable shared mapping would forbid F_SEAL_WRITE
+  if (fcntl(fd.get(), F_ADD_SEALS, kSeals) != 0) return internal_error("cannot seal a shared-memory region: " + errno_text(errno));
+  return fd;
+}
+
+Result<std::shared_ptr<Buffer>> SharedMemory::map(UniqueFd fd, size_t size, const std::string& what) {
+  int seals = fcntl(fd.get(), F_GET_SEALS);
+  if (seals < 0 || (seals & (F_SEAL_SHRINK | F_SEAL_WRITE)) != (F_SEAL_SHRINK | F_SEAL_WRITE))
+    return internal_error(what + ": the shared-memory region is not sealed");
+  struct stat st {};
+  if (fstat(fd.get(), &st) != 0 || static_cast<size_t>(st.st_size) < size)
+    return internal_error(what + ": the shared-memory region holds " + std::to_string(st.st_size) + " bytes, " +
+                          std::to_string(size) + " expected");
+  const size_t bytes = page_round(static_cast<size_t>(st.st_size));
+  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd.get(), 0);
+  if (p == MAP_FAILED)
+    return Status(StatusCode::kResourceExhausted, what + ": cannot map " + std::to_string(bytes) + " bytes: " + errno_text(errno));
+  return std::make_shared<Buffer>(shared_from_this(), domain_, p, bytes, nullptr);
+}
+
+}  // namespace bulkhead::isolate

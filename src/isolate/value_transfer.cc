@@ -1,0 +1,158 @@
+#include "isolate/value_transfer.h"
+
+#include <cstring>
+#include <limits>
+
+#include "isolate/wire.h"
+
+namespace bulkhead::isolate {
+namespace {
+
+constexpr uint64_t kAlign = 64;
+
+uint64_t align_up(uint64_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
+
+// Bytes a tensor occupies in the region.
+uint64_t region_size_of(const Tensor& t) {
+  if (t.dtype() != DataType::kString) return t.nbytes();
+  uint64_t n = 0;
+  for (int64_t i = 0; i < t.numel(); ++i) n += 8 + t.strings()[i].size();
+  return n;
+}
+
+std::vector<const Tensor*> tensors_of(const Value& v) {
+  std::vector<const Tensor*> r;
+  if (v.is_tensor()) r.push_back(&v.tensor);
+  for (auto& t : v.sequence) r.push_back(&t);
+  return r;
+}
+
+Status bad(const char* what, const std::string& name, const std::string& why) {
+  return internal_error(std::string(what) + " '" + name + "' received from the peer: " + why);
+}
+
+}  // namespace
+
+Result<PackedValues> pack_values(const NamedValues& values, SharedMemory& shm, const char* what, const DeviceCopy& copy) {
+  // Pass 1: where each tensor goes.
+  std::vector<uint64_t> offsets;
+  uint64_t total = 0;
+  for (const auto& [name, v] : values)
+    for (const Tensor* t : tensors_of(v)) {
+      if (t->dtype() != DataType::kString && t->numel() > 0 && !t->raw() && !copy)
+        return invalid_argument(std::string(what) + " '" + name + "': tensor " + t->describe() +
+                                " is in memory the CPU cannot read (" + t->domain().to_string() + ")");
+      uint64_t n = region_size_of(*t);
+      offsets.push_back(n ? total : 0);
+      if (n) total = align_up(total + n);
+    }
+  PackedValues p;
+  std::shared_ptr<Buffer> region;
+  if (total) {
+    BH_ASSIGN_OR_RETURN(region, shm.allocate(total));
+  }
+  // Pass 2: the one copy of each tensor's bytes, and the descriptors.
+  Writer w;
+  w.u32(static_cast<uint32_t>(values.size()));
+  size_t k = 0;
+  for (const auto& [name, v] : values) {
+    w.str(name);
+    w.u8(static_cast<uint8_t>(v.kind));
+    w.u8(v.is_optional);
+    w.i32(static_cast<int32_t>(v.sequence_dtype));
+    auto ts = tensors_of(v);
+    w.u32(static_cast<uint32_t>(ts.size()));
+    for (const Tensor* t : ts) {
+      const uint64_t off = offsets[k++], n = region_size_of(*t);
+      char* dst = region ? static_cast<char*>(region->data()) + off : nullptr;
+      if (t->dtype() == DataType::kString) {
+        for (int64_t i = 0; i < t->numel(); ++i) {
+          const std::string& s = t->strings()[i];
+          uint64_t len = s.size();
+          std::memcpy(dst, &len, 8);
+          std::memcpy(dst + 8, s.data(), len);
+          dst += 8 + len;
+        }
+      } else if (n && t->raw()) {
+        std::memcpy(dst, t->raw(), n);
+      } else if (n) {
+        Tensor view(t->dtype(), t->shape(), region, off);
+        BH_RETURN_IF_ERROR(copy(*t, view).with_context(std::string(what) + " '" + name + "': "));
+      }
+      w.i32(static_cast<int32_t>(t->dtype()));
+      w.i64s(t->shape());
+      w.u64(off);
+      w.u64(n);
+    }
+  }
+  p.descriptors = w.take();
+  p.region_bytes = total;
+  if (region) {
+    BH_ASSIGN_OR_RETURN(p.region, SharedMemory::seal(std::move(region)));
+  }
+  return p;
+}
+
+Result<NamedValues> unpack_values(const std::string& descriptors, const std::shared_ptr<Buffer>& region,
+                                  uint64_t region_bytes, const char* what) {
+  if (region_bytes && (!region || region->size() < region_bytes))
+    return internal_error(std::string("the ") + what + " region received from the peer is missing or short");
+  Reader r(descriptors);
+  NamedValues out(r.count(18));
+  for (auto& [name, v] : out) {
+    name = r.str();
+    uint8_t kind = r.u8();
+    v.is_optional = r.u8() != 0;
+    v.sequence_dtype = static_cast<DataType>(r.i32());
+    uint32_t count = r.count(24);
+    if (!r.ok()) break;
+    if (kind > static_cast<uint8_t>(Value::Kind::kSequence) || (kind == 0 && count != 0) ||
+        (kind == static_cast<uint8_t>(Value::Kind::kTensor) && count != 1))
+      return bad(what, name, "bad value kind");
+    v.kind = static_cast<Value::Kind>(kind);
+    for (uint32_t i = 0; i < count; ++i) {
+      DataType dtype = static_cast<DataType>(r.i32());
+      Shape shape = r.i64s();
+      uint64_t off = r.u64(), n = r.u64();
+      if (!r.ok()) break;
+      const bool is_string = dtype == DataType::kString;
+      const uint64_t elem = is_string ? 8 : dtype_size(dtype);
+      if (elem == 0) return bad(what, name, "unknown element type " + std::to_string(static_cast<int>(dtype)));
+      uint64_t numel = 1;
+      for (int64_t d : shape) {
+        if (d < 0) return bad(what, name, "negative dimension");
+        if (d && numel > std::numeric_limits<uint64_t>::max() / 2 / elem / static_cast<uint64_t>(d))
+          return bad(what, name, "shape too large");
+        numel *= static_cast<uint64_t>(d);
+      }
+      if (is_string ? n < numel * 8 : n != numel * elem) return bad(what, name, "size does not match its shape");
+      if (n && (off % kAlign || off > region_bytes || n > region_bytes - off))
+        return bad(what, name, "bytes lie outside the shared region");
+      Tensor t;
+      if (is_string) {
+        t = Tensor::host(dtype, shape);
+        const char* p = static_cast<const char*>(region ? region->data() : nullptr) + (n ? off : 0);
+        uint64_t left = n;
+        for (uint64_t e = 0; e < numel; ++e) {
+          uint64_t len;
+          if (left < 8) return bad(what, name, "truncated string");
+          std::memcpy(&len, p, 8);
+          if (len > left - 8) return bad(what, name, "truncated string");
+          t.strings()[e].assign(p + 8, len);
+          p += 8 + len;
+          left -= 8 + len;
+        }
+      } else if (n) {
+        t = Tensor(dtype, std::move(shape), region, off);  // a view: no copy
+      } else {
+        t = Tensor::host(dtype, std::move(shape));  // no bytes to share
+      }
+      if (v.kind == Value::Kind::kTensor) v.tensor = std::move(t);
+      else v.sequence.push_back(std::move(t));
+    }
+  }
+  if (!r.ok() || !r.at_end()) return internal_error(std::string("malformed ") + what + " descriptors from the peer");
+  return out;
+}
+
+}  // namespace bulkhead::isolate

@@ -1,0 +1,137 @@
+#include "isolate/worker.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+
+#include <cstdio>
+#include <optional>
+
+#include "isolate/channel.h"
+#include "isolate/protocol.h"
+#include "isolate/session_hooks.h"
+#include "isolate/value_transfer.h"
+
+namespace bulkhead::isolate {
+namespace {
+
+// The supervisor always reads its replies; this only bounds a send to one that has
+// stopped reading without closing.
+constexpr int kSendTimeoutMs = 60000;
+
+class Worker {
+ public:
+  explicit Worker(UniqueFd socket) : channel_(std::move(socket)) {}
+
+  int serve() {
+    for (;;) {
+      Message m;
+      std::string error;
+      switch (channel_.recv(m, -1, &error)) {
+        case RecvState::kClosed: return 0;  // the supervisor is done with us
+        case RecvState::kTimeout: continue;
+        case RecvState::kError:
+          std::fprintf(stderr, "bulkhead worker: %s\n", error.c_str());
+          return 1;
+        case RecvState::kOk: break;
+      }
+      bool ok = true;
+      if (m.type == kLoad) ok = load(m);
+      else if (m.type == kRun) ok = run(m);
+      else {
+        std::fprintf(stderr, "bulkhead worker: unexpected message type %u\n", m.type);
+        return 1;
+      }
+      if (!ok) return 0;  // the supervisor went while we answered
+    }
+  }
+
+ private:
+  bool reply(uint32_t type, uint64_t id, const std::string& payload, const std::vector<int>& fds = {}) {
+    return channel_.send(type, id, payload, fds, kSendTimeoutMs).is_ok();
+  }
+
+  bool load(Message& m) {
+    if (session_) return reply(kLoadFailed, 0, encode(internal_error("the worker has a model already")));
+    auto req = decode_load_request(m.payload);
+    if (!req.is_ok()) return reply(kLoadFailed, 0, encode(req.status()));
+    SessionOptions options = req->options;
+    options.isolation = "in-process";
+    Result<Session> s = Status(StatusCode::kInternal, "no model");
+    if (req->from_bytes) {
+      if (m.fds.size() != 1) return reply(kLoadFailed, 0, encode(internal_error("the model's bytes did not arrive")));
+      auto region = shm_->map(std::move(m.fds[0]), req->bytes_size, "model '" + req->model + "'");
+      if (!region.is_ok()) return reply(kLoadFailed, 0, encode(region.status()));
+      std::string bytes(static_cast<const char*>((*region)->data()), req->bytes_size);
+      region->reset();
+      s = env_.load_bytes(bytes, req->model, options);
+    } else {
+      s = env_.load(req->model, options);
+    }
+    if (!s.is_ok()) return reply(kLoadFailed, 0, encode(s.status()));
+    session_ = std::move(s).value();
+    return reply(kReady, 0, encode(describe_session(*session_)));
+  }
+
+  bool run(Message& m) {
+    Status st = run_inner(m);
+    if (st.is_ok()) return true;
+    return reply(kRunFailed, m.id, encode(st));
+  }
+
+  // Answers the run on success; returns the error to report otherwise.
+  Status run_inner(Message& m) {
+    if (!session_) return internal_error("the worker has no model loaded");
+    BH_ASSIGN_OR_RETURN(RunRequest req, decode_run_request(m.payload));
+    if (m.fds.size() != (req.region_bytes ? 1u : 0u)) return internal_error("the input region did not arrive");
+    std::shared_ptr<Buffer> region;
+    if (req.region_bytes) {
+      BH_ASSIGN_OR_RETURN(region, shm_->map(std::move(m.fds[0]), req.region_bytes, "inputs"));
+    }
+    NamedValues outs;
+    std::vector<NodeProfile> profile;
+    {
+      // Inputs are views of the supervisor's region: no copy.
+      BH_ASSIGN_OR_RETURN(NamedValues inputs, unpack_values(req.values, region, req.region_bytes, "input"));
+      region.reset();
+      RunOptions ro;
+      ro.outputs = req.outputs;
+      if (req.profile) ro.profile = &profile;
+      BH_ASSIGN_OR_RETURN(outs, run_for_transfer(*session_, inputs, ro));
+    }
+    // The one copy of the outputs (they may alias the inputs, which are still mapped).
+    DeviceCopy to_host = [this](const Tensor& src, const Tensor& dst) { return env_.copy(src, dst); };
+    BH_ASSIGN_OR_RETURN(PackedValues packed, pack_values(outs, *shm_, "output", to_host));
+    outs.clear();
+    RunReply answer;
+    answer.region_bytes = packed.region_bytes;
+    answer.values = std::move(packed.descriptors);
+    answer.profile = std::move(profile);
+    std::vector<int> fds;
+    if (packed.region.valid()) fds.push_back(packed.region.get());
+    if (!reply(kRunDone, m.id, encode(answer), fds)) return Status(StatusCode::kUnavailable, "supervisor gone");
+    return Status::ok();
+  }
+
+  Channel channel_;
+  Env env_;
+  std::optional<Session> session_;
+  std::shared_ptr<SharedMemory> shm_ = SharedMemory::create("worker");
+};
+
+}  // namespace
+
+int worker_main(int fd) {
+  struct stat st {};
+  if (fd < 0 || fstat(fd, &st) != 0 || !S_ISSOCK(st.st_mode)) {
+    std::fprintf(stderr,
+                 "bulkhead worker: --fd %d is not an open socket (this subcommand serves process isolation and is "
+                 "started by it)\n",
+                 fd);
+    return 2;
+  }
+  fcntl(fd, F_SETFD, FD_CLOEXEC);
+  Worker w{UniqueFd(fd)};
+  return w.serve();
+}
+
+}  // namespace bulkhead::isolate

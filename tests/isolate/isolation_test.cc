@@ -1,0 +1,514 @@
+// Process isolation (I8): a session whose model lives in a worker process gives the same
+// answers as an in-process one; errors from the worker arrive as clear errors; a worker
+// killed or stopped during a run fails that run with one clear line and the next run is
+// served by a fresh worker; concurrent runs each get their own outputs; no child process
+// outlives its session. The worker is the bulkhead binary built beside these tests.
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <thread>
+
+#include "io/npy.h"
+#include "onnx/onnx_pb.h"
+#include "support/test_util.h"
+
+namespace bulkhead::test {
+namespace {
+
+const char* kAddModel = R"(<ir_version: 8, opset_import: ["" : 17]>
+g (float[1,4] x, float[1,4] z) => (float[1,4] y, float[1,4] d) { y = Add(x, z) d = Sub(x, z) })";
+
+// A run as long as `n` asks: n rounds of a 64x64 MatMul + Tanh.
+const char* kLoopModel = R"(<ir_version: 8, opset_import: ["" : 17]>
+g (int64 n, float[64,64] x, float[64,64] w) => (float[64,64] y) {
+  c = Constant <value = bool {1}> ()
+  y = Loop (n, c, x) <body = b (int64 i, bool ci, float[64,64] a) => (bool co, float[64,64] r) {
+    co = Identity(ci)
+    m = MatMul(a, w)
+    r = Tanh(m)
+  }>
+})";
+
+SessionOptions process_options(int timeout_ms = 60000) {
+  SessionOptions o;
+  o.threads = 1;
+  o.isolation = "process";
+  o.worker_binary = BULKHEAD_BINARY;
+  o.worker_timeout_ms = timeout_ms;
+  return o;
+}
+
+SessionOptions in_process_options() {
+  SessionOptions o;
+  o.threads = 1;
+  return o;
+}
+
+Tensor int64_scalar(int64_t v) { return Tensor::from_vector<int64_t>(DataType::kInt64, {}, {v}); }
+
+NamedTensors loop_inputs(int64_t n, uint32_t seed) {
+  return {{"n", int64_scalar(n)}, {"x", random_tensor({64, 64}, seed)}, {"w", random_tensor({64, 64}, seed + 1)}};
+}
+
+// True when `pid` is neither running nor a zombie of ours.
+bool gone(pid_t pid) {
+  int st;
+  bool not_our_child = waitpid(pid, &st, WNOHANG) < 0 && errno == ECHILD;
+  return not_our_child && !std::filesystem::exists("/proc/" + std::to_string(pid));
+}
+
+void expect_same(const NamedTensors& a, const NamedTensors& b) {
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    EXPECT_EQ(a[i].first, b[i].first);
+    EXPECT_TRUE(bitwise_equal(a[i].second, b[i].second)) << a[i].first;
+  }
+}
+
+// x, y -> a sequence of both and an optional of x. (ONNX 1.12's text parser cannot
+// declare sequence or optional types, so the outputs' types are set on the proto.)
+std::string sequence_model_bytes() {
+  onnx::ModelProto m;
+  m.ParseFromString(model_text_bytes(R"(<ir_version: 8, opset_import: ["" : 17]>
+g (float[2] x, float[3] y) => (float[2] s, float[2] o) { s = SequenceConstruct(x, y) o = Optional(x) })"));
+  auto* g = m.mutable_graph();
+  g->mutable_output(0)->mutable_type()->mutable_sequence_type()->mutable_elem_type()->mutable_tensor_type()->set_elem_type(
+      onnx::TensorProto::FLOAT);
+  *g->mutable_output(1)->mutable_type()->mutable_optional_type()->mutable_elem_type() = g->input(0).type();
+  std::string bytes;
+  m.SerializeToString(&bytes);
+  return bytes;
+}
+
+class Isolation : public ::testing::Test {
+ protected:
+  Env env_;
+};
+
+TEST_F(Isolation, SmallModelMatchesInProcess) {
+  std::string bytes = model_text_bytes(kAddModel);
+  auto local = env_.load_bytes(bytes, "add", in_process_options());
+  auto remote = env_.load_bytes(bytes, "add", process_options());
+  ASSERT_TRUE(local.is_ok()) << local.status().to_string();
+  ASSERT_TRUE(remote.is_ok()) << remote.status().to_string();
+  EXPECT_EQ(local->worker_pid(), -1);
+  EXPECT_GT(remote->worker_pid(), 0);
+  EXPECT_NE(remote->worker_pid(), getpid());
+
+  // The same description of the model.
+  ASSERT_EQ(remote->inputs().size(), local->inputs().size());
+  for (size_t i = 0; i < local->inputs().size(); ++i) {
+    EXPECT_EQ(remote->inputs()[i].name, local->inputs()[i].name);
+    EXPECT_EQ(remote->inputs()[i].type_string, local->inputs()[i].type_string);
+    EXPECT_EQ(remote->inputs()[i].shape, local->inputs()[i].shape);
+  }
+  ASSERT_EQ(remote->outputs().size(), 2u);
+  EXPECT_EQ(remote->outputs()[1].name, "d");
+  EXPECT_EQ(remote->placement(), local->placement());
+  EXPECT_EQ(remote->options().isolation, "process");
+
+  for (uint32_t seed = 0; seed < 5; ++seed) {
+    NamedTensors in = {{"x", random_tensor({1, 4}, seed)}, {"z", random_tensor({1, 4}, seed + 100)}};
+    auto a = local->run(in);
+    auto b = remote->run(in);
+    ASSERT_TRUE(a.is_ok() && b.is_ok()) << b.status().to_string();
+    expect_same(*a, *b);
+    EXPECT_EQ((*b)[0].second.domain(), Domain::host());
+  }
+  // Selected outputs, in the order asked.
+  RunOptions ro;
+  ro.outputs = {"d", "y"};
+  NamedTensors in = {{"x", random_tensor({1, 4}, 7)}, {"z", random_tensor({1, 4}, 8)}};
+  auto b = remote->run(in, ro);
+  ASSERT_TRUE(b.is_ok()) << b.status().to_string();
+  ASSERT_EQ(b->size(), 2u);
+  EXPECT_EQ((*b)[0].first, "d");
+  EXPECT_FLOAT_EQ((*b)[0].second.data<float>()[2], in[0].second.data<float>()[2] - in[1].second.data<float>()[2]);
+}
+
+TEST_F(Isolation, OutputsAreTheCallersAndOutliveTheSession) {
+  NamedTensors in = {{"x", random_tensor({1, 4}, 1)}, {"z", random_tensor({1, 4}, 2)}};
+  NamedTensors first, second;
+  {
+    auto s = env_.load_bytes(model_text_bytes(kAddModel), "add", process_options());
+    ASSERT_TRUE(s.is_ok()) << s.status().to_string();
+    auto a = s->run(in);
+    ASSERT_TRUE(a.is_ok()) << a.status().to_string();
+    first = *a;
+    Tensor keep = first[0].second.clone_host();
+    first[0].second.data<float>()[0] = 1234.f;  // writable, and private to this caller
+    auto b = s->run(in);
+    ASSERT_TRUE(b.is_ok());
+    second = *b;
+    EXPECT_TRUE(bitwise_equal(second[0].second, keep));
+    EXPECT_NE(first[0].second.raw(), second[0].second.raw());
+  }
+  // The session and its worker are gone; the outputs are still readable.
+  EXPECT_EQ(first[0].second.data<float>()[0], 1234.f);
+  EXPECT_FLOAT_EQ(second[0].second.data<float>()[3], in[0].second.data<float>()[3] + in[1].second.data<float>()[3]);
+}
+
+TEST_F(Isolation, PpOcrRecognitionMatchesInProcess) {
+  std::string dir = shared_dir() + "/models/ppocrv4_rec";
+  auto local = env_.load(dir + "/model.onnx", in_process_options());
+  auto remote = env_.load(dir + "/model.onnx", process_options());
+  ASSERT_TRUE(local.is_ok()) << local.status().to_string();
+  ASSERT_TRUE(remote.is_ok()) << remote.status().to_string();
+  NamedTensors in;
+  for (auto& io : remote->inputs()) {
+    auto t = io::read_npy(dir + "/inputs/" + io.name + ".npy");
+    ASSERT_TRUE(t.is_ok()) << t.status().to_string();
+    in.emplace_back(io.name, *t);
+  }
+  auto a = local->run(in);
+  auto b = remote->run(in);
+  ASSERT_TRUE(a.is_ok()) << a.status().to_string();
+  ASSERT_TRUE(b.is_ok()) << b.status().to_string();
+  expect_same(*a, *b);
+  for (auto& [name, t] : *b) {
+    auto ref = io::read_npy(dir + "/outputs/" + name + ".npy");
+    ASSERT_TRUE(ref.is_ok());
+    ASSERT_EQ(t.shape(), ref->shape());
+    double d = 0;
+    for (int64_t i = 0; i < t.numel(); ++i)
+      d = std::max<double>(d, std::fabs(t.data<float>()[i] - ref->data<float>()[i]));
+    EXPECT_LE(d, 1e-4) << name;
+  }
+  EXPECT_EQ(remote->placement(), local->placement());
+}
+
+TEST_F(Isolation, WorkerLoadErrorsArriveVerbatim) {
+  std::string frob = model_text_bytes(R"(<ir_version: 8, opset_import: ["" : 17]>
+g (float[2] x) => (float[2] y) { y = FrobnicateTensor(x) })");
+  auto local = env_.load_bytes(frob, "frob", in_process_options());
+  auto remote = env_.load_bytes(frob, "frob", process_options());
+  ASSERT_FALSE(local.is_ok());
+  ASSERT_FALSE(remote.is_ok());
+  EXPECT_EQ(remote.status().code(), local.status().code());
+  EXPECT_EQ(remote.status().message(), local.status().message());
+  EXPECT_NE(remote.status().message().find("FrobnicateTensor"), std::string::npos) << remote.status().message();
+
+  auto missing = env_.load("/nonexistent/dir/model.onnx", process_options());
+  ASSERT_FALSE(missing.is_ok());
+  EXPECT_NE(missing.status().message().find("/nonexistent/dir/model.onnx"), std::string::npos)
+      << missing.status().message();
+  auto missing_local = env_.load("/nonexistent/dir/model.onnx", in_process_options());
+  EXPECT_EQ(missing.status().message(), missing_local.status().message());
+
+  auto corrupt = env_.load_bytes("definitely not a model", "corrupt", process_options());
+  ASSERT_FALSE(corrupt.is_ok());
+  EXPECT_EQ(corrupt.status().code(), StatusCode::kInvalidModel) << corrupt.status().to_string();
+}
+
+TEST_F(Isolation, RunErrorsMatchInProcess) {
+  std::string bytes = model_text_bytes(kAddModel);
+  auto local = env_.load_bytes(bytes, "add", in_process_options());
+  auto remote = env_.load_bytes(bytes, "add", process_options());
+  ASSERT_TRUE(local.is_ok() && remote.is_ok());
+  Tensor x = random_tensor({1, 4}, 1);
+  std::vector<NamedTensors> bad = {
+      {{"x", x}},                                                     // missing input
+      {{"x", x}, {"q", x}},                                           // unknown input
+      {{"x", x}, {"z", random_tensor({1, 5}, 2)}},                    // wrong shape
+      {{"x", x}, {"z", Tensor::host(DataType::kInt64, {1, 4})}},      // wrong type
+      {{"x", x}, {"x", x}, {"z", x}},                                 // given twice
+  };
+  for (auto& in : bad) {
+    auto a = local->run(in);
+    auto b = remote->run(in);
+    ASSERT_FALSE(a.is_ok());
+    ASSERT_FALSE(b.is_ok());
+    EXPECT_EQ(b.status().message(), a.status().message());
+  }
+  RunOptions ro;
+  ro.outputs = {"nope"};
+  auto b = remote->run({{"x", x}, {"z", x}}, ro);
+  ASSERT_FALSE(b.is_ok());
+  EXPECT_NE(b.status().message().find("unknown output 'nope'"), std::string::npos);
+
+  // A kernel's run-time error comes back from the worker, which keeps serving.
+  std::string i32 = model_text_bytes(R"(<ir_version: 8, opset_import: ["" : 17]>
+g (int32[2] x) => (int32[2] y) { y = Sigmoid(x) })");
+  auto l2 = env_.load_bytes(i32, "i32", in_process_options());
+  auto r2 = env_.load_bytes(i32, "i32", process_options());
+  if (l2.is_ok()) {  // the type may be rejected at load time instead: then both reject it
+    ASSERT_TRUE(r2.is_ok()) << r2.status().to_string();
+    NamedTensors in = {{"x", Tensor::host(DataType::kInt32, {2})}};
+    auto a2 = l2->run(in);
+    auto b2 = r2->run(in);
+    ASSERT_FALSE(a2.is_ok());
+    ASSERT_FALSE(b2.is_ok());
+    EXPECT_EQ(b2.status().message(), a2.status().message());
+    int pid = r2->worker_pid();
+    EXPECT_FALSE(r2->run(in).is_ok());
+    EXPECT_EQ(r2->worker_pid(), pid);
+  } else {
+    ASSERT_FALSE(r2.is_ok());
+    EXPECT_EQ(r2.status().message(), l2.status().message());
+  }
+}
+
+TEST_F(Isolation, KilledDuringRunFailsThatRunAndTheNextSucceeds) {
+  std::string bytes = model_text_bytes(kLoopModel);
+  auto local = env_.load_bytes(bytes, "loop", in_process_options());
+  auto remote = env_.load_bytes(bytes, "loop", process_options(30000));
+  ASSERT_TRUE(local.is_ok()) << local.status().to_string();
+  ASSERT_TRUE(remote.is_ok()) << remote.status().to_string();
+  const int pid = remote->worker_pid();
+  ASSERT_GT(pid, 0);
+
+  Result<NamedTensors> long_run = Status(StatusCode::kInternal, "not run");
+  std::thread runner([&] { long_run = remote->run(loop_inputs(int64_t{1} << 40, 3)); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  ASSERT_EQ(kill(pid, SIGKILL), 0);
+  runner.join();
+  ASSERT_FALSE(long_run.is_ok());
+  const std::string msg = long_run.status().message();
+  EXPECT_EQ(long_run.status().code(), StatusCode::kUnavailable);
+  EXPECT_NE(msg.find("worker process " + std::to_string(pid) + " for 'loop' died during the run (killed by signal 9)"),
+            std::string::npos)
+      << msg;
+  EXPECT_NE(msg.find("a fresh worker will serve the next run"), std::string::npos) << msg;
+  EXPECT_EQ(msg.find('\n'), std::string::npos);
+  EXPECT_TRUE(gone(pid)) << "the killed worker was not reaped";
+
+  auto in = loop_inputs(50, 11);
+  auto a = local->run(in);
+  auto b = remote->run(in);
+  ASSERT_TRUE(a.is_ok()) << a.status().to_string();
+  ASSERT_TRUE(b.is_ok()) << b.status().to_string();
+  expect_same(*a, *b);
+  EXPECT_GT(remote->worker_pid(), 0);
+  EXPECT_NE(remote->worker_pid(), pid);
+}
+
+TEST_F(Isolation, StoppedWorkerTimesOutAndTheNextRunSucceeds) {
+  std::string bytes = model_text_bytes(kLoopModel);
+  auto local = env_.load_bytes(bytes, "loop", in_process_options());
+  auto remote = env_.load_bytes(bytes, "loop", process_options(1500));
+  ASSERT_TRUE(local.is_ok() && remote.is_ok()) << remote.status().to_string();
+  const int pid = remote->worker_pid();
+  ASSERT_EQ(kill(pid, SIGSTOP), 0);
+  auto t0 = std::chrono::steady_clock::now();
+  auto r = remote->run(loop_inputs(5, 1));
+  double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  ASSERT_FALSE(r.is_ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kUnavailable);
+  EXPECT_NE(r.status().message().find("worker process " + std::to_string(pid) +
+                                      " for 'loop' did not answer within 1500 ms (killed)"),
+            std::string::npos)
+      << r.status().message();
+  EXPECT_GE(s, 1.4);
+  EXPECT_LT(s, 15.0);
+  EXPECT_TRUE(gone(pid)) << "the stopped worker was not killed and reaped";
+
+  auto in = loop_inputs(20, 5);
+  auto a = local->run(in);
+  auto b = remote->run(in);
+  ASSERT_TRUE(a.is_ok() && b.is_ok()) << b.status().to_string();
+  expect_same(*a, *b);
+}
+
+TEST_F(Isolation, WorkerDeadBetweenRunsIsReplacedWithoutAnError) {
+  auto remote = env_.load_bytes(model_text_bytes(kAddModel), "add", process_options());
+  ASSERT_TRUE(remote.is_ok());
+  const int pid = remote->worker_pid();
+  ASSERT_EQ(kill(pid, SIGKILL), 0);
+  // Let the kernel finish it so the supervisor sees the closed socket.
+  for (int i = 0; i < 200 && std::filesystem::exists("/proc/" + std::to_string(pid) + "/fd/3"); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  auto r = remote->run({{"x", random_tensor({1, 4}, 1)}, {"z", random_tensor({1, 4}, 2)}});
+  ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+  EXPECT_NE(remote->worker_pid(), pid);
+  EXPECT_TRUE(gone(pid));
+}
+
+TEST_F(Isolation, ConcurrentRunsEachGetTheirOwnOutputs) {
+  std::string bytes = model_text_bytes(kLoopModel);
+  auto local = env_.load_bytes(bytes, "loop", in_process_options());
+  auto remote = env_.load_bytes(bytes, "loop", process_options());
+  ASSERT_TRUE(local.is_ok() && remote.is_ok());
+  constexpr int kThreads = 4, kIters = 10;
+  std::vector<NamedTensors> inputs, expected;
+  for (int t = 0; t < kThreads; ++t) {
+    inputs.push_back(loop_inputs(3 + t, 100 + 7 * t));
+    auto r = local->run(inputs.back());
+    ASSERT_TRUE(r.is_ok());
+    expected.push_back(*r);
+  }
+  std::atomic<int> wrong{0}, failed{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < kIters; ++i) {
+        auto r = remote->run(inputs[t]);
+        if (!r.is_ok()) ++failed;
+        else if (!bitwise_equal((*r)[0].second, expected[t][0].second)) ++wrong;
+      }
+    });
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(failed.load(), 0);
+  EXPECT_EQ(wrong.load(), 0);
+}
+
+TEST_F(Isolation, DestroyingTheSessionLeavesNoChildProcess) {
+  pid_t pid;
+  {
+    auto s = env_.load_bytes(model_text_bytes(kAddModel), "add", process_options());
+    ASSERT_TRUE(s.is_ok());
+    pid = s->worker_pid();
+    ASSERT_GT(pid, 0);
+    EXPECT_FALSE(gone(pid));
+    auto copy = *s;  // handles share the session: the worker goes with the last one
+    s = Status(StatusCode::kInternal, "dropped");
+    EXPECT_FALSE(gone(pid));
+    EXPECT_TRUE(copy.run({{"x", random_tensor({1, 4}, 1)}, {"z", random_tensor({1, 4}, 2)}}).is_ok());
+  }
+  EXPECT_TRUE(gone(pid));
+  // Also when the worker is stopped and cannot hear the request to leave.
+  {
+    auto s = env_.load_bytes(model_text_bytes(kAddModel), "add", process_options());
+    ASSERT_TRUE(s.is_ok());
+    pid = s->worker_pid();
+    ASSERT_EQ(kill(pid, SIGSTOP), 0);
+  }
+  EXPECT_TRUE(gone(pid));
+  EXPECT_EQ(env_.open_device_count(), 0);
+}
+
+TEST_F(Isolation, WorkerStartedFromAThreadThatEndsKeepsServing) {
+  // The worker dies with the thread that forked it (PR_SET_PDEATHSIG): workers must be
+  // started from the session's own launcher thread, not from whoever called.
+  std::string bytes = model_text_bytes(kAddModel);
+  Result<Session> s = Status(StatusCode::kInternal, "not loaded");
+  std::thread([&] { s = env_.load_bytes(bytes, "add", process_options()); }).join();
+  ASSERT_TRUE(s.is_ok()) << s.status().to_string();
+  int pid = s->worker_pid();
+  ASSERT_EQ(kill(pid, SIGKILL), 0);
+  for (int i = 0; i < 200 && std::filesystem::exists("/proc/" + std::to_string(pid) + "/fd/3"); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  std::thread([&] { (void)s->run({{"x", random_tensor({1, 4}, 1)}, {"z", random_tensor({1, 4}, 2)}}); }).join();
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  int replacement = s->worker_pid();
+  ASSERT_GT(replacement, 0);
+  ASSERT_NE(replacement, pid);
+  auto r = s->run({{"x", random_tensor({1, 4}, 1)}, {"z", random_tensor({1, 4}, 2)}});
+  ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+  EXPECT_EQ(s->worker_pid(), replacement) << "the replacement worker died with the thread that asked for it";
+}
+
+TEST_F(Isolation, BadWorkerBinaryGivesAClearError) {
+  std::string bytes = model_text_bytes(kAddModel);
+  SessionOptions o = process_options();
+  o.worker_binary = "/nonexistent/bulkhead";
+  auto r = env_.load_bytes(bytes, "add", o);
+  ASSERT_FALSE(r.is_ok());
+  EXPECT_NE(r.status().message().find("worker program '/nonexistent/bulkhead' (worker_binary) does not exist"),
+            std::string::npos)
+      << r.status().message();
+
+  TempDir dir;
+  dir.write("not-a-program", "just text\n");
+  std::filesystem::permissions(dir.file("not-a-program"), std::filesystem::perms::owner_read);
+  o.worker_binary = dir.file("not-a-program");  // exists, not executable
+  r = env_.load_bytes(bytes, "add", o);
+  ASSERT_FALSE(r.is_ok());
+  EXPECT_NE(r.status().message().find("is not an executable file"), std::string::npos) << r.status().message();
+
+  o.worker_binary = "/bin/true";  // runs, but is not a bulkhead worker
+  r = env_.load_bytes(bytes, "add", o);
+  ASSERT_FALSE(r.is_ok());
+  EXPECT_NE(r.status().message().find("exited with code 0 before it was ready"), std::string::npos)
+      << r.status().message();
+
+  // No worker_binary: this test program is not `bulkhead` and has none beside it.
+  o.worker_binary.clear();
+  ASSERT_EQ(unsetenv("BULKHEAD_WORKER"), 0);
+  r = env_.load_bytes(bytes, "add", o);
+  ASSERT_FALSE(r.is_ok());
+  EXPECT_NE(r.status().message().find("BULKHEAD_WORKER"), std::string::npos) << r.status().message();
+  EXPECT_NE(r.status().message().find("worker_binary"), std::string::npos) << r.status().message();
+  // ... and the environment variable is honoured.
+  ASSERT_EQ(setenv("BULKHEAD_WORKER", BULKHEAD_BINARY, 1), 0);
+  r = env_.load_bytes(bytes, "add", o);
+  unsetenv("BULKHEAD_WORKER");
+  ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+  EXPECT_GT(r->worker_pid(), 0);
+}
+
+TEST_F(Isolation, OptionsParseAndValidate) {
+  auto o = SessionOptions::parse("isolation=process;worker_timeout_ms=1500;worker_binary=/x/bulkhead");
+  ASSERT_TRUE(o.is_ok()) << o.status().to_string();
+  EXPECT_EQ(o->isolation, "process");
+  EXPECT_EQ(o->worker_timeout_ms, 1500);
+  EXPECT_EQ(o->worker_binary, "/x/bulkhead");
+  EXPECT_EQ(SessionOptions{}.isolation, "in-process");
+  for (const char* bad : {"isolation=sandbox", "worker_timeout_ms=0", "worker_timeout_ms=-5", "worker_timeout_ms=soon",
+                          "worker_binary="}) {
+    auto r = SessionOptions::parse(bad);
+    ASSERT_FALSE(r.is_ok()) << bad;
+    std::string key = std::string(bad).substr(0, std::string(bad).find('='));
+    EXPECT_NE(r.status().message().find(key), std::string::npos) << r.status().message();
+  }
+  auto unknown = SessionOptions::parse("isolate=process");
+  ASSERT_FALSE(unknown.is_ok());
+  EXPECT_NE(unknown.status().message().find("isolation"), std::string::npos);  // listed among the known keys
+
+  SessionOptions so = process_options();
+  so.isolation = "sandbox";
+  auto r = env_.load_bytes(model_text_bytes(kAddModel), "add", so);
+  ASSERT_FALSE(r.is_ok());
+  EXPECT_NE(r.status().message().find("'sandbox' for session option 'isolation'"), std::string::npos);
+  so = process_options(0);
+  r = env_.load_bytes(model_text_bytes(kAddModel), "add", so);
+  ASSERT_FALSE(r.is_ok());
+  EXPECT_NE(r.status().message().find("worker_timeout_ms"), std::string::npos);
+}
+
+TEST_F(Isolation, StringsSequencesOptionalsAndProfiles) {
+  std::string strs = model_text_bytes(R"(<ir_version: 8, opset_import: ["" : 17]>
+g (string[3] s) => (string[3] t) { t = StringNormalizer <case_change_action = "UPPER"> (s) })");
+  auto local = env_.load_bytes(strs, "strings", in_process_options());
+  auto remote = env_.load_bytes(strs, "strings", process_options());
+  ASSERT_TRUE(local.is_ok() && remote.is_ok()) << remote.status().to_string();
+  Tensor s = Tensor::host(DataType::kString, {3});
+  s.strings()[0] = "hello";
+  s.strings()[1] = "";
+  s.strings()[2] = std::string("nul\0inside", 10);
+  auto a = local->run({{"s", s}});
+  auto b = remote->run({{"s", s}});
+  ASSERT_TRUE(a.is_ok() && b.is_ok()) << b.status().to_string();
+  for (int i = 0; i < 3; ++i) EXPECT_EQ((*b)[0].second.strings()[i], (*a)[0].second.strings()[i]);
+
+  std::string seq = sequence_model_bytes();
+  auto ls = env_.load_bytes(seq, "seq", in_process_options());
+  auto rs = env_.load_bytes(seq, "seq", process_options());
+  ASSERT_TRUE(ls.is_ok() && rs.is_ok()) << rs.status().to_string();
+  NamedValues in = {{"x", Value(random_tensor({2}, 1))}, {"y", Value(random_tensor({3}, 2))}};
+  auto la = ls->run_values(in);
+  auto ra = rs->run_values(in);
+  ASSERT_TRUE(la.is_ok()) << la.status().to_string();
+  ASSERT_TRUE(ra.is_ok()) << ra.status().to_string();
+  ASSERT_EQ(ra->size(), 2u);
+  const Value& sv = (*ra)[0].second;
+  ASSERT_TRUE(sv.is_sequence());
+  ASSERT_EQ(sv.sequence.size(), 2u);
+  EXPECT_TRUE(bitwise_equal(sv.sequence[1], (*la)[0].second.sequence[1]));
+  EXPECT_EQ((*ra)[1].second.kind, (*la)[1].second.kind);
+  EXPECT_EQ((*ra)[1].second.is_optional, (*la)[1].second.is_optional);
+
+  std::vector<NodeProfile> prof;
+  RunOptions ro;
+  ro.profile = &prof;
+  auto p = remote->run({{"s", s}}, ro);
+  ASSERT_TRUE(p.is_ok());
+  ASSERT_EQ(prof.size(), 1u);
+  EXPECT_EQ(prof[0].op_type, "StringNormalizer");
+}
+
+}  // namespace
+}  // namespace bulkhead::test
