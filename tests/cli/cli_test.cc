@@ -122,5 +122,36 @@ TEST_F(Cli, DevicesListsTheCpu) {
   EXPECT_NE(o.out.find("cpu:0"), std::string::npos) << o.out;
 }
 
+TEST_F(Cli, RunWithProcessIsolationMatchesInProcess) {
+  auto demo = demo::classifier_model_bytes();
+  ASSERT_TRUE(demo.is_ok());
+  dir_.write("demo.onnx", *demo);
+  ASSERT_TRUE(io::write_npy(m("image.npy"), demo::classifier_image(0.25f)).is_ok());
+  std::filesystem::create_directories(m("local"));
+  std::filesystem::create_directories(m("remote"));
+  std::string base = "run " + m("demo.onnx") + " -i image=" + m("image.npy") + " --threads 1";
+  Outcome a = bulkhead(base + " -o " + m("local"), dir_);
+  Outcome b = bulkhead(base + " --isolation process -o " + m("remote"), dir_);
+  ASSERT_EQ(a.code, 0) << a.err;
+  ASSERT_EQ(b.code, 0) << b.err;
+  EXPECT_TRUE(b.err.empty()) << b.err;
+  auto pa = io::read_npy(m("local") + "/probs.npy");
+  auto pb = io::read_npy(m("remote") + "/probs.npy");
+  ASSERT_TRUE(pa.is_ok() && pb.is_ok());
+  EXPECT_TRUE(bitwise_equal(*pa, *pb));
+  EXPECT_NE(b.out.find("cpu:0"), std::string::npos) << b.out;  // the worker's placement
+}
+
+TEST_F(Cli, ProcessIsolationErrors) {
+  std::string base = "run " + m("add.onnx") + " -i x=" + m("x.npy") + " -i z=" + m("x.npy") + " -o " + m("out");
+  expect_error(base + " --isolation bogus", "--isolation must be in-process or process, got 'bogus'");
+  // Errors from the worker arrive as the same one line.
+  expect_error("run " + m("frob.onnx") + " -i " + m("x.npy") + " --isolation process -o " + m("out"), "FrobnicateTensor");
+  expect_error("run " + m("nope.onnx") + " --isolation process -o " + m("out"), "nope.onnx");
+  expect_error("run " + m("add.onnx") + " -i x=" + m("x.npy") + " -i z=" + m("x5.npy") + " --isolation process -o " +
+                   m("out"),
+               "input 'z': expected shape");
+}
+
 }  // namespace
 }  // namespace bulkhead::test
