@@ -7,13 +7,21 @@
 
 #include "bulkhead/status.h"
 
+namespace bulkhead::check {
+struct CheckReport;
+}
+
 namespace bulkhead::cli {
 
 void add_devices(CLI::App& app);
 void add_run(CLI::App& app);
 void add_conformance(CLI::App& app);
 void add_demo(CLI::App& app);
-void add_worker(CLI::App& app);  // hidden: process isolation's worker
+void add_check(CLI::App& app);
+void add_split(CLI::App& app);
+
+// The verdict table of a check report, one line per schedule (check and demo).
+void print_check_table(const check::CheckReport& r, bool with_header);
 
 // Prints "bulkhead <cmd>: error: <message>" and returns the exit code for `s`.
 int fail(const std::string& cmd, const Status& s);

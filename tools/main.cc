@@ -26,7 +26,8 @@ int main(int argc, char** argv) {
   bulkhead::cli::add_run(app);
   bulkhead::cli::add_conformance(app);
   bulkhead::cli::add_demo(app);
-  bulkhead::cli::add_worker(app);
+  bulkhead::cli::add_check(app);
+  bulkhead::cli::add_split(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -40,7 +41,8 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     std::string msg = e.what();
     std::fprintf(stderr, "bulkhead: error: %s (see bulkhead --help)\n", msg.c_str());
-    return 2;
+    // `check` reserves exit code 2 for "contamination found"; its usage errors are 1.
+    return argc > 1 && std::string(argv[1]) == "check" ? 1 : 2;
   }
   return 0;
 }

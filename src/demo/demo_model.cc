@@ -40,7 +40,91 @@ void add_weight(onnx::GraphProto& g, const std::string& name, std::vector<int64_
   for (int64_t i = 0; i < n; ++i) t->add_float_data(scale * std::sin(0.37f * static_cast<float>(i) + phase));
 }
 
+// A two-part pipeline in the shape of the field report's split model: F turns an image
+// into a feature map and its per-channel mean and spread, G turns those into class
+// probabilities. F is long enough (11 nodes) for submission-ordering faults to bite.
+const char* kPipelineFront = R"ONNX(
+<
+  ir_version: 8,
+  opset_import: ["" : 17]
+>
+pipeline_front (float[1,3,32,32] image) => (float[1,8,16,16] main, float[1,8,1,1] mean, float[1,8,1,1] std)
+{
+  c1 = Conv <pads = [1,1,1,1], strides = [2,2]> (image, fw1, fb1)
+  r1 = Relu (c1)
+  c2 = Conv <pads = [1,1,1,1]> (r1, fw2, fb2)
+  h2 = HardSwish (c2)
+  s2 = Add (h2, r1)
+  c3 = Conv <pads = [1,1,1,1]> (s2, fw3, fb3)
+  r3 = Relu (c3)
+  main = Conv <pads = [1,1,1,1]> (r3, fw4, fb4)
+  mean = ReduceMean <axes = [2,3], keepdims = 1> (main)
+  d = Sub (main, mean)
+  std = ReduceL2 <axes = [2,3], keepdims = 1> (d)
+}
+)ONNX";
+
+const char* kPipelineBack = R"ONNX(
+<
+  ir_version: 8,
+  opset_import: ["" : 17]
+>
+pipeline_back (float[1,8,16,16] main, float[1,8,1,1] mean, float[1,8,1,1] std) => (float[1,10] probs)
+{
+  d = Sub (main, mean)
+  e = Add (std, eps)
+  n = Div (d, e)
+  c1 = Conv <pads = [1,1,1,1]> (n, gw1, gb1)
+  r1 = Relu (c1)
+  p = GlobalAveragePool (r1)
+  f = Flatten (p)
+  g = Gemm <transB = 1> (f, gw2, gb2)
+  probs = Softmax <axis = 1> (g)
+}
+)ONNX";
+
+Result<onnx::ModelProto> parse(const char* text) {
+  onnx::ModelProto model;
+  auto st = onnx::OnnxParser::Parse(model, text);
+  if (!st.IsOK()) return internal_error("built-in model text does not parse: " + st.ErrorMessage());
+  return model;
+}
+
+std::string serialize(const onnx::ModelProto& m) {
+  std::string bytes;
+  m.SerializeToString(&bytes);
+  return bytes;
+}
+
 }  // namespace
+
+Result<std::string> pipeline_front_bytes() {
+  BH_ASSIGN_OR_RETURN(auto model, parse(kPipelineFront));
+  auto* g = model.mutable_graph();
+  add_weight(*g, "fw1", {8, 3, 3, 3}, 0.3f, 1.1f);
+  add_weight(*g, "fb1", {8}, 0.05f, 1.2f);
+  add_weight(*g, "fw2", {8, 8, 3, 3}, 0.2f, 1.3f);
+  add_weight(*g, "fb2", {8}, 0.05f, 1.4f);
+  add_weight(*g, "fw3", {8, 8, 3, 3}, 0.2f, 1.5f);
+  add_weight(*g, "fb3", {8}, 0.05f, 1.6f);
+  add_weight(*g, "fw4", {8, 8, 3, 3}, 0.2f, 1.7f);
+  add_weight(*g, "fb4", {8}, 0.05f, 1.8f);
+  return serialize(model);
+}
+
+Result<std::string> pipeline_back_bytes() {
+  BH_ASSIGN_OR_RETURN(auto model, parse(kPipelineBack));
+  auto* g = model.mutable_graph();
+  add_weight(*g, "gw1", {16, 8, 3, 3}, 0.2f, 2.1f);
+  add_weight(*g, "gb1", {16}, 0.05f, 2.2f);
+  add_weight(*g, "gw2", {10, 16}, 0.5f, 2.3f);
+  add_weight(*g, "gb2", {10}, 0.1f, 2.4f);
+  auto* eps = g->add_initializer();
+  eps->set_name("eps");
+  eps->set_data_type(onnx::TensorProto::FLOAT);
+  eps->add_float_data(1e-3f);
+  return serialize(model);
+}
 
 Result<std::string> classifier_model_bytes() {
   onnx::ModelProto model;

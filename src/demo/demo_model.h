@@ -11,6 +11,11 @@ namespace bulkhead::demo {
 
 // Serialized ModelProto: image float32[1,3,32,32] -> probs float32[1,10]; 9 nodes.
 Result<std::string> classifier_model_bytes();
+// A split pipeline F -> G in the shape of the field report's split model (`bulkhead demo`
+// and the checker's tests). F: image float32[1,3,32,32] -> main [1,8,16,16], mean and
+// std [1,8,1,1]; G: those three -> probs float32[1,10]. Different weights in each part.
+Result<std::string> pipeline_front_bytes();
+Result<std::string> pipeline_back_bytes();
 // A deterministic input image; different phases give different images.
 Tensor classifier_image(float phase);
 // Serialized ModelProto of an ONNX text-format model.

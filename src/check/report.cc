@@ -1,0 +1,339 @@
+#include "check/report.h"
+
+#include <sys/stat.h>
+#include <sys/utsname.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "check/sha256.h"
+#include "io/npy.h"
+
+namespace bulkhead::check {
+namespace {
+
+using nlohmann::json;
+
+// NaN/Inf are not JSON numbers.
+json num(double v) { return std::isfinite(v) ? json(v) : json(std::isnan(v) ? "nan" : v > 0 ? "inf" : "-inf"); }
+
+std::string esc(const std::string& s) {
+  std::string r;
+  for (char c : s) {
+    switch (c) {
+      case '<': r += "&lt;"; break;
+      case '>': r += "&gt;"; break;
+      case '&': r += "&amp;"; break;
+      case '"': r += "&quot;"; break;
+      default: r += c;
+    }
+  }
+  return r;
+}
+
+std::string fmt(double v, const char* f = "%.3g") {
+  char b[48];
+  std::snprintf(b, sizeof b, f, v);
+  return b;
+}
+
+// A name safe as one path component.
+std::string file_name(const std::string& s) {
+  std::string r;
+  for (unsigned char c : s) r += (std::isalnum(c) || c == '-' || c == '_' || c == '.') ? static_cast<char>(c) : '_';
+  if (r.empty() || r[0] == '.') r = "_" + r;
+  return r;
+}
+
+// Step labels use ' and → ; file names get ASCII stand-ins.
+std::string step_dir(const std::string& label) {
+  std::string r;
+  for (size_t i = 0; i < label.size(); ++i) {
+    if (label.compare(i, 3, "\xE2\x86\x92") == 0) r += "-to-", i += 2;
+    else if (label[i] == '\'') r += "p";
+    else if (label[i] == '@') r += "-";
+    else if (label[i] == '#') r += "-";
+    else r += label[i];
+  }
+  return file_name(r);
+}
+
+Status make_dirs(const std::string& path) {
+  std::string cur;
+  std::stringstream ss(path);
+  std::string part;
+  if (!path.empty() && path[0] == '/') cur = "/";
+  while (std::getline(ss, part, '/')) {
+    if (part.empty()) continue;
+    cur += part + "/";
+    if (::mkdir(cur.c_str(), 0755) != 0 && errno != EEXIST)
+      return invalid_argument("cannot create folder '" + cur + "': " + std::strerror(errno));
+  }
+  return Status::ok();
+}
+
+std::string machine() {
+  utsname u{};
+  std::string r;
+  if (::uname(&u) == 0) r = std::string(u.sysname) + " " + u.release + " " + u.machine;
+  std::ifstream f("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(f, line))
+    if (line.rfind("model name", 0) == 0) {
+      r += ", " + line.substr(line.find(':') + 2);
+      break;
+    }
+  r += ", " + std::to_string(std::thread::hardware_concurrency()) + " hardware threads";
+  return r;
+}
+
+double ratio_of(const StepResult& st) {
+  double worst = 0;
+  for (auto& o : st.outputs) {
+    if (!o.clean && (o.metrics.shape_mismatch || o.metrics.nonfinite_mismatch)) return INFINITY;
+    double r = o.tolerance > 0 ? o.metrics.max_abs / o.tolerance : (o.metrics.max_abs > 0 ? INFINITY : 0);
+    worst = std::max(worst, r);
+  }
+  if (!st.ran) return INFINITY;
+  return worst;
+}
+
+// One bar per step: height = log10(max error / tolerance), clipped to [-6, 3]; the line
+// at 0 is the tolerance. Red bars are steps that are not clean.
+std::string chart_svg(const ScheduleResult& s) {
+  const int n = static_cast<int>(s.steps.size());
+  const int bar = 26, gap = 8, left = 48, top = 24, h = 180, bottom = 70;
+  const int w = left + std::max(n, 1) * (bar + gap) + 20;
+  auto y_of = [&](double lg) { return top + (3 - lg) / 9.0 * h; };
+  std::ostringstream o;
+  o << "<svg class=\"chart\" xmlns=\"http://www.w3.org/2000/svg\" width=\"" << w << "\" height=\"" << top + h + bottom
+    << "\" role=\"img\" aria-label=\"error per step, " << esc(s.name) << "\">";
+  o << "<text x=\"4\" y=\"14\" font-size=\"12\">" << esc(s.name) << ": log10(max error / tolerance) per step</text>";
+  for (int lg = -6; lg <= 3; lg += 3) {
+    double y = y_of(lg);
+    o << "<line x1=\"" << left << "\" y1=\"" << y << "\" x2=\"" << w - 10 << "\" y2=\"" << y
+      << "\" stroke=\"#ddd\"/><text x=\"4\" y=\"" << y + 4 << "\" font-size=\"11\">1e" << lg << "</text>";
+  }
+  double y0 = y_of(0);
+  o << "<line x1=\"" << left << "\" y1=\"" << y0 << "\" x2=\"" << w - 10 << "\" y2=\"" << y0
+    << "\" stroke=\"#c00\" stroke-dasharray=\"4 3\"/>";
+  for (int i = 0; i < n; ++i) {
+    const StepResult& st = s.steps[i];
+    double r = ratio_of(st);
+    double lg = r <= 0 ? -6 : std::isinf(r) ? 3 : std::clamp(std::log10(r), -6.0, 3.0);
+    double x = left + i * (bar + gap) + gap / 2.0;
+    double yt = y_of(lg), yb = y_of(-6);
+    o << "<rect x=\"" << x << "\" y=\"" << yt << "\" width=\"" << bar << "\" height=\"" << std::max(1.0, yb - yt)
+      << "\" fill=\"" << (st.clean ? "#3a7" : "#d33") << "\"><title>" << esc(st.label) << ": "
+      << (std::isinf(r) ? std::string("failed") : fmt(r)) << "</title></rect>";
+    o << "<text x=\"" << x + bar / 2.0 << "\" y=\"" << top + h + 12 << "\" font-size=\"10\" text-anchor=\"end\" transform=\"rotate(-60 "
+      << x + bar / 2.0 << " " << top + h + 12 << ")\">" << esc(st.label) << "</text>";
+  }
+  o << "</svg>";
+  return o.str();
+}
+
+Status write_text(const std::string& path, const std::string& text) { return io::write_file_atomic(path, text); }
+
+std::string model_file(char role) { return role == 'F' ? "F.onnx" : "G.onnx"; }
+
+}  // namespace
+
+json report_json(const CheckReport& r) {
+  json j;
+  j["verdict"] = r.verdict();
+  j["exit_code"] = r.exit_code();
+  j["first_bad_step"] = r.first_bad_step();
+  j["device"] = r.device_description;
+  j["devices"] = r.options.devices;
+  j["threads"] = r.options.threads;
+  j["seed"] = r.options.seed;
+  j["rtol_floor"] = r.rtol;
+  j["pipeline"] = r.pipeline;
+  j["front"] = {{"model", r.options.front.name}, {"inputs", r.front_inputs}, {"outputs", r.front_outputs}};
+  j["back"] = {{"model", r.options.back ? r.options.back->name : r.options.front.name + " (second session)"},
+               {"inputs", r.back_inputs}, {"outputs", r.back_outputs}};
+  j["bulkhead_version"] = version();
+  j["schedules"] = json::array();
+  for (auto& s : r.schedules) {
+    json js{{"name", s.name}, {"description", s.description}, {"clean", s.clean()}};
+    if (!s.error.empty()) js["error"] = s.error;
+    if (auto* b = s.first_bad()) js["first_bad_step"] = b->label;
+    js["steps"] = json::array();
+    for (auto& st : s.steps) {
+      json jst{{"label", st.label}, {"role", std::string(1, st.role)}, {"input_variant", st.variant == 0 ? "A" : "B"},
+               {"ran", st.ran}, {"clean", st.clean}, {"ms", st.ms}, {"inputs_unchanged", st.inputs_unchanged},
+               {"findings", st.findings}};
+      if (!st.error.empty()) jst["error"] = st.error;
+      jst["outputs"] = json::array();
+      for (auto& o : st.outputs) {
+        const Metrics& m = o.metrics;
+        json jo{{"name", o.name}, {"clean", o.clean}, {"sha256", o.hash}, {"tolerance", num(o.tolerance)},
+                {"max_abs", num(m.max_abs)}, {"rmse", num(m.rmse)}, {"cosine", num(m.cosine)},
+                {"psnr_db", num(m.psnr)}, {"nan_fraction", num(m.nan_frac)}, {"inf_fraction", num(m.inf_frac)},
+                {"zero_fraction", num(m.zero_frac)}, {"reference_max_abs", num(m.ref_max_abs)}, {"count", m.count}};
+        if (!o.why.empty()) jo["why"] = o.why;
+        if (!o.rewritten_by.empty()) jo["rewritten_after"] = o.rewritten_by;
+        jst["outputs"].push_back(std::move(jo));
+      }
+      js["steps"].push_back(std::move(jst));
+    }
+    j["schedules"].push_back(std::move(js));
+  }
+  return j;
+}
+
+std::string report_html(const CheckReport& r) {
+  std::ostringstream h;
+  const std::string verdict = r.verdict();
+  h << "<!DOCTYPE html>\n<html xmlns=\"http://www.w3.org/1999/xhtml\" lang=\"en\"><head><meta charset=\"utf-8\"/><title>bulkhead check: " << esc(verdict)
+    << "</title><style>body{font-family:sans-serif;margin:24px;max-width:1200px}table{border-collapse:collapse;margin:8px 0}"
+       "td,th{border:1px solid #ccc;padding:3px 6px;font-size:13px;text-align:left}.ok{color:#171}.bad{color:#b00;font-weight:bold}"
+       "code{background:#f4f4f4;padding:1px 3px}</style></head><body>\n";
+  h << "<h1>bulkhead check: <span class=\"" << (verdict == "clean" ? "ok" : "bad") << "\">" << esc(verdict) << "</span></h1>\n";
+  h << "<p>Device under test: <code>" << esc(r.device_description) << "</code>, threads " << r.options.threads
+    << ". F: <code>" << esc(r.options.front.name) << "</code>; G: <code>"
+    << esc(r.options.back ? r.options.back->name : r.options.front.name + " (a second session)") << "</code>. Reference: the CPU backend in float32. "
+    << "Accuracy floor rtol " << fmt(r.rtol) << " of the reference's largest magnitude; a step is clean when every output is within "
+       "max(floor, 4 × the worst error of the solo schedules) with no NaN/Inf the reference lacks, its inputs are unchanged and no earlier output changed after it.</p>\n";
+  if (!r.first_bad_step().empty()) h << "<p class=\"bad\">First bad step: " << esc(r.first_bad_step()) << "</p>\n";
+  h << "<h2>Summary</h2><table><tr><th>schedule</th><th>what it does</th><th>steps</th><th>verdict</th><th>first bad step</th></tr>\n";
+  for (auto& s : r.schedules) {
+    auto* b = s.first_bad();
+    h << "<tr><td><a href=\"#" << esc(s.name) << "\">" << esc(s.name) << "</a></td><td>" << esc(s.description) << "</td><td>"
+      << s.steps.size() << "</td><td class=\"" << (s.clean() ? "ok\">clean" : "bad\">" + std::string(s.error.empty() ? "contaminated" : "error"))
+      << "</td><td>" << esc(b ? b->label + ": " + (b->findings.empty() ? "" : b->findings.front()) : s.error) << "</td></tr>\n";
+  }
+  h << "</table>\n";
+  for (auto& s : r.schedules) {
+    h << "<h2 id=\"" << esc(s.name) << "\">" << esc(s.name) << "</h2><p>" << esc(s.description) << "</p>\n";
+    if (!s.error.empty()) h << "<p class=\"bad\">Could not run: " << esc(s.error) << "</p>\n";
+    h << chart_svg(s) << "\n";
+    h << "<table><tr><th>step</th><th>input</th><th>output</th><th>max abs</th><th>tolerance</th><th>RMSE</th><th>cosine</th>"
+         "<th>PSNR dB</th><th>NaN</th><th>Inf</th><th>zeros</th><th>ms</th><th>verdict</th></tr>\n";
+    for (auto& st : s.steps) {
+      std::string verdict_cell = st.clean ? "<td class=\"ok\">clean</td>" : "<td class=\"bad\">" + esc(st.findings.empty() ? "bad" : st.findings.front()) + "</td>";
+      if (st.outputs.empty()) {
+        h << "<tr><td>" << esc(st.label) << "</td><td>" << (st.variant ? "B" : "A") << "</td><td colspan=\"10\">"
+          << esc(st.error) << "</td>" << verdict_cell << "</tr>\n";
+        continue;
+      }
+      for (size_t k = 0; k < st.outputs.size(); ++k) {
+        const OutputResult& o = st.outputs[k];
+        const Metrics& m = o.metrics;
+        h << "<tr><td>" << (k == 0 ? esc(st.label) : "") << "</td><td>" << (k == 0 ? (st.variant ? "B" : "A") : "") << "</td><td>"
+          << esc(o.name) << "</td><td class=\"" << (o.clean ? "ok" : "bad") << "\">" << fmt(m.max_abs) << "</td><td>" << fmt(o.tolerance)
+          << "</td><td>" << fmt(m.rmse) << "</td><td>" << fmt(m.cosine, "%.6f") << "</td><td>" << fmt(m.psnr, "%.1f") << "</td><td>"
+          << fmt(m.nan_frac) << "</td><td>" << fmt(m.inf_frac) << "</td><td>" << fmt(m.zero_frac) << "</td><td>"
+          << (k == 0 ? fmt(st.ms, "%.2f") : "") << "</td>" << (k == 0 ? verdict_cell : "<td></td>") << "</tr>\n";
+      }
+    }
+    h << "</table>\n";
+  }
+  h << "<p>Generated by bulkhead " << esc(version()) << ". The repro bundle beside this page (<code>bundle/</code>) holds the "
+       "inputs, every step's raw outputs and <code>rerun.sh</code>.</p></body></html>\n";
+  return h.str();
+}
+
+Status write_bundle(const CheckReport& r, const std::string& dir) {
+  BH_RETURN_IF_ERROR(make_dirs(dir + "/models"));
+  BH_RETURN_IF_ERROR(make_dirs(dir + "/inputs/A"));
+  BH_RETURN_IF_ERROR(make_dirs(dir + "/inputs/B"));
+  json manifest;
+  // Models: copied in, hashed.
+  auto put_model = [&](const ModelSource& m, char role) -> Status {
+    std::string bytes = m.bytes;
+    if (!m.path.empty()) {
+      std::ifstream f(m.path, std::ios::binary);
+      if (!f) return not_found("cannot read '" + m.path + "' for the bundle");
+      std::stringstream ss;
+      ss << f.rdbuf();
+      bytes = ss.str();
+    }
+    BH_RETURN_IF_ERROR(write_text(dir + "/models/" + model_file(role), bytes));
+    manifest["models"][std::string(1, role)] = {{"source", m.name}, {"file", "models/" + model_file(role)},
+                                                {"sha256", sha256_hex(bytes.data(), bytes.size())}, {"bytes", bytes.size()}};
+    return Status::ok();
+  };
+  BH_RETURN_IF_ERROR(put_model(r.options.front, 'F'));
+  if (r.options.back) BH_RETURN_IF_ERROR(put_model(*r.options.back, 'G'));
+  for (int v = 0; v < 2; ++v)
+    for (auto& [n, t] : r.inputs[v]) {
+      std::string rel = std::string("inputs/") + (v ? "B/" : "A/") + file_name(n) + ".npy";
+      BH_RETURN_IF_ERROR(io::write_npy(dir + "/" + rel, t));
+      manifest["inputs"][v ? "B" : "A"][n] = {{"file", rel}, {"sha256", tensor_hash(t)}, {"type", t.describe()}};
+    }
+  for (auto& s : r.schedules)
+    for (auto& st : s.steps) {
+      std::string sd = "outputs/" + s.name + "/" + step_dir(st.label);
+      if (st.raw.empty()) continue;
+      BH_RETURN_IF_ERROR(make_dirs(dir + "/" + sd));
+      for (auto& [n, t] : st.raw)
+        if (t.raw() || t.dtype() == DataType::kString) BH_RETURN_IF_ERROR(io::write_npy(dir + "/" + sd + "/" + file_name(n) + ".npy", t));
+    }
+  manifest["options"] = {{"devices", r.options.devices}, {"threads", r.options.threads}, {"seed", r.options.seed},
+                         {"iterations", r.options.thread_iterations}, {"rtol_floor", r.rtol}, {"schedules", r.options.schedules}};
+  manifest["device"] = r.device_description;
+  manifest["runtime"] = std::string("bulkhead ") + version();
+  manifest["machine"] = machine();
+  manifest["verdict"] = r.verdict();
+  manifest["first_bad_step"] = r.first_bad_step();
+
+  // The command that re-runs this check from the bundle.
+  std::string cmd = "\"${BULKHEAD:-bulkhead}\" check ";
+  cmd += r.options.back ? "--pipeline models/F.onnx models/G.onnx" : "models/F.onnx";
+  std::string devs;
+  for (auto& d : r.options.devices) devs += (devs.empty() ? "" : ",") + d;
+  cmd += " --device " + devs + " --threads " + std::to_string(r.options.threads) + " --seed " + std::to_string(r.options.seed) +
+         " --iterations " + std::to_string(r.options.thread_iterations);
+  if (r.options.rtol > 0) cmd += " --rtol " + fmt(r.options.rtol, "%.17g");
+  if (!r.options.schedules.empty()) {
+    std::string sc;
+    for (auto& x : r.options.schedules) sc += (sc.empty() ? "" : ",") + x;
+    cmd += " --schedules " + sc;
+  }
+  for (auto& [n, t] : r.inputs[0]) cmd += " --input '" + n + "=inputs/A/" + file_name(n) + ".npy'";
+  cmd += " --report rerun-report";
+  manifest["command"] = cmd;
+  BH_RETURN_IF_ERROR(write_text(dir + "/manifest.json", manifest.dump(2) + "\n"));
+  BH_RETURN_IF_ERROR(write_text(dir + "/rerun.sh", "#!/bin/sh\n# Re-runs this check from the bundle; set BULKHEAD to the bulkhead binary if it is not on PATH.\n"
+                                                   "# Exit 0 = clean, 2 = contamination found, 1 = error.\ncd \"$(dirname \"$0\")\" && exec " + cmd + "\n"));
+  ::chmod((dir + "/rerun.sh").c_str(), 0755);
+
+  std::ostringstream e;
+  e << "# What a clean run of this check shows\n\n"
+    << "Device under test: `" << r.device_description << "`, threads " << r.options.threads << ", seed " << r.options.seed << ".\n"
+    << "Re-run with `./rerun.sh` (exit 0 clean, 2 contamination, 1 error).\n\n"
+    << "A clean run: every schedule below is clean — each output of each step stays within its tolerance of the CPU float32 "
+       "reference (the tolerance is listed; it is max(rtol " << fmt(r.rtol) << " × the reference's largest magnitude + 1e-6, "
+       "4 × the worst error of the solo schedules front_only/back_only)), no output has NaN or Inf where the reference has none, "
+       "no run changes its inputs (SHA-256 before and after), and no output changes after it was returned.\n\n"
+    << "This run: **" << r.verdict() << "**" << (r.first_bad_step().empty() ? "" : " — first bad step " + r.first_bad_step()) << "\n\n";
+  for (auto& s : r.schedules) {
+    e << "## " << s.name << "\n\n" << s.description << ".\n\n";
+    if (!s.error.empty()) e << "Could not run: " << s.error << "\n\n";
+    e << "| step | input | outputs within tolerance (max error ≤ tolerance) | this run |\n|---|---|---|---|\n";
+    for (auto& st : s.steps) {
+      std::string outs;
+      for (auto& o : st.outputs) outs += (outs.empty() ? "" : "; ") + o.name + " " + fmt(o.metrics.max_abs) + " ≤ " + fmt(o.tolerance);
+      e << "| " << st.label << " | " << (st.variant ? "B" : "A") << " | " << (outs.empty() ? st.error : outs) << " | "
+        << (st.clean ? "clean" : "NOT clean: " + (st.findings.empty() ? std::string() : st.findings.front())) << " |\n";
+    }
+    e << "\n";
+  }
+  return write_text(dir + "/expected.md", e.str());
+}
+
+Status write_report(const CheckReport& r, const std::string& dir) {
+  BH_RETURN_IF_ERROR(make_dirs(dir));
+  BH_RETURN_IF_ERROR(write_bundle(r, dir + "/bundle"));
+  BH_RETURN_IF_ERROR(write_text(dir + "/report.json", report_json(r).dump(2) + "\n"));
+  return write_text(dir + "/report.html", report_html(r));
+}
+
+}  // namespace bulkhead::check

@@ -1,0 +1,235 @@
+// The isolation checker: its hashes and metrics, the model splitter, the schedules on the
+// CPU (clean) and on the faulty backend (each fault caught at the right step), and the
+// report files.
+#include <filesystem>
+#include <fstream>
+#include <regex>
+
+#include <nlohmann/json.hpp>
+
+#include "check/check.h"
+#include "check/metrics.h"
+#include "check/report.h"
+#include "check/sha256.h"
+#include "check/split.h"
+#include "support/test_util.h"
+
+namespace bulkhead::test {
+namespace {
+
+using check::CheckOptions;
+using check::CheckReport;
+
+TEST(Sha256, KnownVectors) {
+  EXPECT_EQ(check::sha256_hex("", 0), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+  EXPECT_EQ(check::sha256_hex("abc", 3), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  std::string two_blocks = "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq";
+  EXPECT_EQ(check::sha256_hex(two_blocks.data(), two_blocks.size()),
+            "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
+  std::string million(1000000, 'a');
+  check::Sha256 h;  // in uneven pieces, to exercise the block buffer
+  for (size_t i = 0; i < million.size(); i += 777) h.update(million.data() + i, std::min<size_t>(777, million.size() - i));
+  EXPECT_EQ(h.hex(), "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
+}
+
+TEST(Metrics, IdenticalNanZeroAndShape) {
+  Tensor a = Tensor::from_vector<float>(DataType::kFloat32, {4}, {1, -2, 3, 4});
+  auto m = check::compare(a, a.clone_host());
+  EXPECT_EQ(m.max_abs, 0);
+  EXPECT_DOUBLE_EQ(m.cosine, 1);
+  EXPECT_EQ(m.psnr, 999);
+  EXPECT_EQ(m.ref_max_abs, 4);
+
+  Tensor n = Tensor::from_vector<float>(DataType::kFloat32, {4}, {NAN, -2, 0, 4});
+  m = check::compare(n, a);
+  EXPECT_EQ(m.nonfinite_mismatch, 1);
+  EXPECT_DOUBLE_EQ(m.nan_frac, 0.25);
+  EXPECT_DOUBLE_EQ(m.zero_frac, 0.25);
+  EXPECT_DOUBLE_EQ(m.max_abs, 3);  // over the finite pairs
+
+  Tensor z = Tensor::from_vector<float>(DataType::kFloat32, {4}, {0, 0, 0, 0});
+  m = check::compare(z, a);
+  EXPECT_EQ(m.cosine, 0);
+  EXPECT_DOUBLE_EQ(m.zero_frac, 1);
+
+  m = check::compare(Tensor::host(DataType::kFloat32, {2, 2}), a);
+  EXPECT_TRUE(m.shape_mismatch);
+
+  Tensor i = Tensor::from_vector<int64_t>(DataType::kInt64, {3}, {1, 5, 7});
+  Tensor j = Tensor::from_vector<int64_t>(DataType::kInt64, {3}, {1, 5, 8});
+  EXPECT_EQ(check::compare(i, j).max_abs, 1);
+  EXPECT_NE(check::tensor_hash(i), check::tensor_hash(j));
+  EXPECT_EQ(check::tensor_hash(i), check::tensor_hash(i.clone_host()));
+}
+
+// The built-in pipeline: F and G as files.
+class Pipeline : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto f = demo::pipeline_front_bytes();
+    auto g = demo::pipeline_back_bytes();
+    ASSERT_TRUE(f.is_ok() && g.is_ok());
+    dir_.write("F.onnx", *f);
+    dir_.write("G.onnx", *g);
+  }
+  CheckOptions options(const std::string& device, std::vector<std::string> schedules = {}) {
+    CheckOptions o;
+    o.front = {"F.onnx", dir_.file("F.onnx"), ""};
+    o.back = check::ModelSource{"G.onnx", dir_.file("G.onnx"), ""};
+    o.devices = {device};
+    o.worker_binary = BULKHEAD_BINARY;
+    o.thread_iterations = 3;
+    o.schedules = std::move(schedules);
+    return o;
+  }
+  TempDir dir_;
+};
+
+std::vector<std::string> in_process_schedules() {
+  return {"front_only", "back_only", "same_process", "order_after_g", "threads", "recover", "pipeline"};
+}
+
+TEST_F(Pipeline, CpuIsClean) {
+  auto r = check::run_check(options("cpu", in_process_schedules()));
+  ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+  EXPECT_EQ(r->exit_code(), 0) << r->first_bad_step();
+  EXPECT_EQ(r->schedules.size(), 7u);
+  for (auto& s : r->schedules) {
+    EXPECT_TRUE(s.clean()) << s.name << " " << s.error;
+    EXPECT_FALSE(s.steps.empty()) << s.name;
+    for (auto& st : s.steps) {
+      EXPECT_TRUE(st.ran) << st.error;
+      EXPECT_TRUE(st.inputs_unchanged);
+      for (auto& o : st.outputs) EXPECT_LE(o.metrics.max_abs, o.tolerance) << s.name << "/" << st.label << "/" << o.name;
+    }
+  }
+  // Inputs alternate: variant B differs from A, so the references differ too.
+  EXPECT_NE(check::tensor_hash(r->inputs[0][0].second), check::tensor_hash(r->inputs[1][0].second));
+}
+
+TEST_F(Pipeline, SingleModelTwoSessionsIsClean) {
+  auto o = options("cpu", {"front_only", "same_process", "threads", "recover"});
+  o.back.reset();
+  auto r = check::run_check(o);
+  ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+  EXPECT_EQ(r->exit_code(), 0) << r->first_bad_step();
+  EXPECT_FALSE(r->pipeline);
+}
+
+TEST_F(Pipeline, BadOptionsAreErrors) {
+  auto o = options("cpu", {"no_such_schedule"});
+  auto r = check::run_check(o);
+  ASSERT_FALSE(r.is_ok());
+  EXPECT_NE(r.status().message().find("unknown schedule 'no_such_schedule'"), std::string::npos);
+
+  o = options("cpu", {"front_only"});
+  o.inputs["nope"] = Tensor::host(DataType::kFloat32, {1});
+  r = check::run_check(o);
+  ASSERT_FALSE(r.is_ok());
+  EXPECT_NE(r.status().message().find("unknown input 'nope'"), std::string::npos);
+
+  o = options("nosuchdevice", {"front_only"});
+  r = check::run_check(o);
+  ASSERT_TRUE(r.is_ok());  // the device is opened per schedule: the schedule reports it
+  EXPECT_EQ(r->exit_code(), 1);
+  EXPECT_NE(r->schedules[0].error.find("nosuchdevice"), std::string::npos) << r->schedules[0].error;
+}
+
+// Checks that `html` is well-formed XML-style markup (every tag closed, in order).
+void expect_well_formed(const std::string& html) {
+  std::vector<std::string> stack;
+  size_t p = html.find("<html");
+  ASSERT_NE(p, std::string::npos);
+  std::regex tag(R"(<(/?)([a-zA-Z][a-zA-Z0-9]*)[^>]*?(/?)>)");
+  std::string body = html.substr(p);
+  for (auto it = std::sregex_iterator(body.begin(), body.end(), tag); it != std::sregex_iterator(); ++it) {
+    const auto& m = *it;
+    if (m[3] == "/") continue;
+    if (m[1] == "/") {
+      ASSERT_FALSE(stack.empty()) << "stray </" << m[2] << ">";
+      ASSERT_EQ(stack.back(), m[2].str()) << "mismatched </" << m[2] << ">";
+      stack.pop_back();
+    } else {
+      stack.push_back(m[2]);
+    }
+  }
+  EXPECT_TRUE(stack.empty()) << "unclosed <" << (stack.empty() ? "" : stack.back()) << ">";
+  EXPECT_EQ(html.find("&&"), std::string::npos);
+}
+
+TEST_F(Pipeline, ReportJsonHtmlAndBundle) {
+  auto r = check::run_check(options("cpu", {"front_only", "same_process", "pipeline"}));
+  ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+  std::string out = dir_.file("report");
+  ASSERT_TRUE(check::write_report(*r, out).is_ok());
+
+  std::ifstream jf(out + "/report.json");
+  auto j = nlohmann::json::parse(jf);
+  EXPECT_EQ(j["verdict"], "clean");
+  ASSERT_EQ(j["schedules"].size(), 3u);
+  EXPECT_EQ(j["schedules"][1]["name"], "same_process");
+  EXPECT_EQ(j["schedules"][1]["steps"].size(), 5u);
+  for (const char* k : {"max_abs", "rmse", "cosine", "psnr_db", "nan_fraction", "inf_fraction", "zero_fraction", "sha256", "tolerance"})
+    EXPECT_TRUE(j["schedules"][0]["steps"][0]["outputs"][0].contains(k)) << k;
+
+  std::ifstream hf(out + "/report.html");
+  std::stringstream hs;
+  hs << hf.rdbuf();
+  std::string html = hs.str();
+  expect_well_formed(html);
+  size_t charts = 0;
+  for (size_t p = html.find("<svg class=\"chart\""); p != std::string::npos; p = html.find("<svg class=\"chart\"", p + 1)) ++charts;
+  EXPECT_EQ(charts, 3u);
+
+  std::string b = out + "/bundle";
+  for (const char* f : {"manifest.json", "expected.md", "rerun.sh", "models/F.onnx", "models/G.onnx", "inputs/A/image.npy",
+                        "inputs/B/image.npy", "outputs/same_process/F3/main.npy", "outputs/pipeline/F1-to-G/probs.npy"})
+    EXPECT_TRUE(std::filesystem::is_regular_file(b + "/" + f)) << f;
+  std::ifstream mf(b + "/manifest.json");
+  auto m = nlohmann::json::parse(mf);
+  EXPECT_EQ(m["models"]["F"]["sha256"].get<std::string>().size(), 64u);
+  EXPECT_EQ(m["inputs"]["A"]["image"]["sha256"].get<std::string>().size(), 64u);
+  EXPECT_NE(m["command"].get<std::string>().find("check --pipeline models/F.onnx models/G.onnx"), std::string::npos);
+  EXPECT_FALSE(m["machine"].get<std::string>().empty());
+
+  // The bundle re-runs: same verdict from the bundled files.
+  std::string cmd = "cd " + b + " && BULKHEAD=" + BULKHEAD_BINARY + " ./rerun.sh >/dev/null 2>&1";
+  int st = std::system(cmd.c_str());
+  EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << cmd;
+  EXPECT_TRUE(std::filesystem::is_regular_file(b + "/rerun-report/report.json"));
+}
+
+TEST(Split, PartsComposeToTheWhole) {
+  TempDir dir;
+  auto whole = demo::classifier_model_bytes();
+  ASSERT_TRUE(whole.is_ok());
+  dir.write("m.onnx", *whole);
+  auto r = check::split_model(dir.file("m.onnx"), 0.5);
+  ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+  EXPECT_FALSE(r->boundary.empty());
+  EXPECT_EQ(r->front_nodes + r->back_nodes, 9);
+  Env env;
+  auto s = env.load_bytes(*whole, "whole");
+  auto f = env.load_bytes(r->front, "front");
+  auto g = env.load_bytes(r->back, "back");
+  ASSERT_TRUE(s.is_ok() && f.is_ok()) << f.status().to_string();
+  ASSERT_TRUE(g.is_ok()) << g.status().to_string();
+  Tensor img = demo::classifier_image(0.3f);
+  auto want = s->run({{"image", img}});
+  auto mid = f->run({{"image", img}});
+  ASSERT_TRUE(want.is_ok() && mid.is_ok());
+  auto got = g->run(*mid);
+  ASSERT_TRUE(got.is_ok()) << got.status().to_string();
+  EXPECT_TRUE(bitwise_equal((*got)[0].second, (*want)[0].second));
+
+  // Named cut values, and the errors.
+  auto at = check::split_model(dir.file("m.onnx"), 0, {"s"});
+  ASSERT_TRUE(at.is_ok()) << at.status().to_string();
+  EXPECT_EQ(at->boundary, std::vector<std::string>{"s"});
+  EXPECT_FALSE(check::split_model(dir.file("m.onnx"), 1.5).is_ok());
+  EXPECT_FALSE(check::split_model(dir.file("m.onnx"), 0, {"nope"}).is_ok());
+  EXPECT_FALSE(check::split_model(dir.file("missing.onnx"), 0.5).is_ok());
+}
+
+}  // namespace
+}  // namespace bulkhead::test
