@@ -17,6 +17,7 @@ void add_devices(CLI::App& app);
 void add_run(CLI::App& app);
 void add_conformance(CLI::App& app);
 void add_demo(CLI::App& app);
+void add_worker(CLI::App& app);  // hidden: process isolation's worker
 void add_check(CLI::App& app);
 void add_split(CLI::App& app);
 

@@ -26,6 +26,7 @@ int main(int argc, char** argv) {
   bulkhead::cli::add_run(app);
   bulkhead::cli::add_conformance(app);
   bulkhead::cli::add_demo(app);
+  bulkhead::cli::add_worker(app);
   bulkhead::cli::add_check(app);
   bulkhead::cli::add_split(app);
   try {
