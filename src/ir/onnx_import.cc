@@ -10,6 +10,7 @@
 #include <sstream>
 #include <unordered_set>
 
+#include "ir/infer.h"
 #include "onnx/onnx_pb.h"
 #include "onnx/onnx-data_pb.h"
 
@@ -376,8 +377,11 @@ Result<Model> convert_model(const onnx::ModelProto& proto, const std::string& na
 
   // The ONNX library's shape inference (libonnx 1.12) is not used: it knows opsets up
   // to 17 only and crashes (SIGSEGV, not an exception) on some valid newer models, and a
-  // runtime must not crash on a model. Kernels compute output shapes at run time.
+  // runtime must not crash on a model. bulkhead's own (ir/infer.h) fills in the types and
+  // the shapes it can decide; kernels still compute shapes at run time.
   BH_ASSIGN_OR_RETURN(m.graph, convert_graph(proto.graph(), ctx));
+  Status inferred = infer_shapes(*m.graph, m);
+  if (!inferred.is_ok()) return inferred.with_context("'" + name + "': ");
   return m;
 }
 
