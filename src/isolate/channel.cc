@@ -57,9 +57,9 @@ Status Channel::send(uint32_t type, uint64_t id, const std::string& payload, con
   std::vector<int> all = fds;
   UniqueFd payload_fd;
   if (payload.size() > kInlineBytes) {
-    BH_ASSIGN_OR_RETURN(auto region, shm_->allocate(payload.size()));
-    std::memcpy(region->data(), payload.data(), payload.size());
-    BH_ASSIGN_OR_RETURN(payload_fd, SharedMemory::seal(std::move(region)));
+    BH_ASSIGN_OR_RETURN(payload_fd, SharedMemory::create_region(payload.size()));
+    BH_RETURN_IF_ERROR(SharedMemory::write(payload_fd.get(), 0, payload.data(), payload.size()));
+    BH_RETURN_IF_ERROR(SharedMemory::seal(payload_fd.get()));
     h.flags |= kPayloadInFd;
     h.payload_size = payload.size();
     all.push_back(payload_fd.get());

@@ -144,6 +144,7 @@ std::string encode(const RunRequest& q) {
   w.strs(q.outputs);
   w.u8(q.profile);
   w.u64(q.region_bytes);
+  w.u64(q.region_id);
   w.str(q.values);
   return w.take();
 }
@@ -154,6 +155,7 @@ Result<RunRequest> decode_run_request(const std::string& payload) {
   q.outputs = r.strs();
   q.profile = r.u8() != 0;
   q.region_bytes = r.u64();
+  q.region_id = r.u64();
   q.values = r.str();
   if (!r.ok() || !r.at_end()) return malformed("run");
   return q;

@@ -53,7 +53,11 @@ struct ModelInfo {
 struct RunRequest {
   std::vector<std::string> outputs;  // in the order the caller wants them
   bool profile = false;
-  uint64_t region_bytes = 0;         // size of the input region (0: no region)
+  uint64_t region_bytes = 0;         // bytes of inputs in the region (0: no region)
+  // The supervisor's reusable input region (value_transfer.h ReusableRegion) these
+  // inputs are in; its memfd comes with the message the first time a worker sees it.
+  // 0: a fresh sealed region, which always comes with the message.
+  uint64_t region_id = 0;
   std::string values;                // value_transfer descriptors of the inputs
 };
 

@@ -7,8 +7,6 @@
 #include <cerrno>
 #include <cstring>
 
-#include "isolate/value_transfer.h"
-
 namespace bulkhead::isolate {
 namespace {
 
@@ -38,9 +36,9 @@ Result<std::unique_ptr<RemoteSession>> RemoteSession::create(const ModelSource& 
   r->worker_options_.worker_binary.clear();
   if (source.from_bytes) {
     // Kept for the session's life: a fresh worker loads the same bytes.
-    BH_ASSIGN_OR_RETURN(auto region, r->shm_->allocate(source.bytes->size()));
-    std::memcpy(region->data(), source.bytes->data(), source.bytes->size());
-    BH_ASSIGN_OR_RETURN(r->model_bytes_, SharedMemory::seal(std::move(region)));
+    BH_ASSIGN_OR_RETURN(r->model_bytes_, SharedMemory::create_region(source.bytes->size()));
+    BH_RETURN_IF_ERROR(SharedMemory::write(r->model_bytes_.get(), 0, source.bytes->data(), source.bytes->size()));
+    BH_RETURN_IF_ERROR(SharedMemory::seal(r->model_bytes_.get()));
     r->model_size_ = source.bytes->size();
   }
   std::lock_guard<std::mutex> l(r->mu_);
@@ -101,6 +99,7 @@ Status RemoteSession::start_worker() {
   worker_.pid = pid;
   worker_.channel = std::make_unique<Channel>(std::move(mine));
   pid_.store(pid);
+  inputs_sent_id_ = 0;
 
   const int load_timeout = std::max(timeout_ms_, kMinLoadTimeoutMs);
   LoadRequest req;
@@ -155,20 +154,27 @@ Result<NamedValues> RemoteSession::run(const NamedValues& inputs, const std::vec
     if (!s.is_ok()) return s.with_context("cannot start a fresh worker for '" + model_name_ + "': ");
   }
 
-  // The one copy of the inputs: into a sealed region the worker maps.
-  BH_ASSIGN_OR_RETURN(PackedValues packed, pack_values(inputs, *shm_, "input"));
+  // The one copy of the inputs: into the region the worker maps (written only here,
+  // between runs, and mapped read-only there).
+  BH_ASSIGN_OR_RETURN(PackedValues packed, pack_values(inputs, *shm_, "input", {}, &inputs_));
   RunRequest req;
   req.outputs = outputs;
   req.profile = profile != nullptr;
   req.region_bytes = packed.region_bytes;
   req.values = std::move(packed.descriptors);
   std::vector<int> fds;
-  if (packed.region.valid()) fds.push_back(packed.region.get());
+  if (packed.region.valid()) {
+    fds.push_back(packed.region.get());
+  } else if (packed.region_bytes) {
+    req.region_id = inputs_.id;
+    if (inputs_sent_id_ != inputs_.id) fds.push_back(inputs_.fd.get());
+  }
 
   const uint64_t id = ++last_run_id_;
   bool closed = false;
   Status sent = worker_.channel->send(kRun, id, encode(req), fds, timeout_ms_, &closed);
   packed.region.reset();
+  if (sent.is_ok() && req.region_id) inputs_sent_id_ = req.region_id;
   if (!sent.is_ok()) {
     if (closed) return worker_failed("died during the run (%s)", false);
     return worker_failed("did not take the run within " + std::to_string(timeout_ms_) + " ms (killed)", true);

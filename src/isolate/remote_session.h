@@ -29,6 +29,7 @@
 #include "isolate/child_process.h"
 #include "isolate/protocol.h"
 #include "isolate/shared_memory.h"
+#include "isolate/value_transfer.h"
 
 namespace bulkhead::isolate {
 
@@ -83,6 +84,8 @@ class RemoteSession {
   Worker worker_;
   std::vector<pid_t> unreaped_;  // killed workers that did not go away in time
   uint64_t last_run_id_ = 0;
+  ReusableRegion inputs_;         // where runs' inputs are written (value_transfer.h)
+  uint64_t inputs_sent_id_ = 0;   // the inputs_ region the current worker has mapped
   std::atomic<int> pid_{-1};
 };
 

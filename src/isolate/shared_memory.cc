@@ -10,6 +10,10 @@
 #include <cstdint>
 #include <cstring>
 
+#ifndef MADV_POPULATE_READ
+#define MADV_POPULATE_READ 22  // Linux 5.14
+#endif
+
 namespace bulkhead::isolate {
 namespace {
 
@@ -17,10 +21,9 @@ constexpr int kSeals = F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL;
 
 std::string errno_text(int err) { return std::strerror(err); }
 
-size_t page_round(size_t n) {
-  static const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
-  return (std::max<size_t>(n, 1) + page - 1) / page * page;
-}
+size_t page_size() { return static_cast<size_t>(sysconf(_SC_PAGESIZE)); }
+
+size_t page_round(size_t n) { return (std::max<size_t>(n, 1) + page_size() - 1) / page_size() * page_size(); }
 
 // The memfd of an allocate()d region travels in Buffer::handle() as fd + 1 (0 = none).
 void* fd_handle(int fd) { return reinterpret_cast<void*>(static_cast<intptr_t>(fd) + 1); }
@@ -28,18 +31,40 @@ int handle_fd(void* handle) { return static_cast<int>(reinterpret_cast<intptr_t>
 
 }  // namespace
 
-Result<std::shared_ptr<Buffer>> SharedMemory::allocate(size_t size, size_t alignment) {
-  const size_t bytes = page_round(size);  // mappings are page-aligned: any alignment <= a page holds
-  if (alignment > bytes && alignment > static_cast<size_t>(sysconf(_SC_PAGESIZE)))
-    return invalid_argument("shared-memory alignment " + std::to_string(alignment) + " exceeds a page");
+Result<UniqueFd> SharedMemory::create_region(size_t size) {
   UniqueFd fd(memfd_create("bulkhead-tensors", MFD_CLOEXEC | MFD_ALLOW_SEALING));
   if (!fd.valid()) return Status(StatusCode::kResourceExhausted, "memfd_create failed: " + errno_text(errno));
-  if (ftruncate(fd.get(), static_cast<off_t>(bytes)) != 0)
+  if (ftruncate(fd.get(), static_cast<off_t>(page_round(size))) != 0)
     return Status(StatusCode::kResourceExhausted,
-                  "cannot size a shared-memory region of " + std::to_string(bytes) + " bytes: " + errno_text(errno));
-  // The writer fills the whole region: fault it in at once rather than page by page.
-  int flags = MAP_SHARED | (bytes >= (1u << 16) ? MAP_POPULATE : 0);
-  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, flags, fd.get(), 0);
+                  "cannot size a shared-memory region of " + std::to_string(size) + " bytes: " + errno_text(errno));
+  return fd;
+}
+
+Status SharedMemory::write(int region, size_t offset, const void* data, size_t n) {
+  const char* p = static_cast<const char*>(data);
+  while (n) {
+    ssize_t w = pwrite(region, p, n, static_cast<off_t>(offset));
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0)
+      return Status(StatusCode::kResourceExhausted, "cannot write to a shared-memory region: " + errno_text(w < 0 ? errno : ENOSPC));
+    p += w;
+    offset += static_cast<size_t>(w);
+    n -= static_cast<size_t>(w);
+  }
+  return Status::ok();
+}
+
+Status SharedMemory::seal(int region) {
+  if (fcntl(region, F_ADD_SEALS, kSeals) != 0) return internal_error("cannot seal a shared-memory region: " + errno_text(errno));
+  return Status::ok();
+}
+
+Result<std::shared_ptr<Buffer>> SharedMemory::allocate(size_t size, size_t alignment) {
+  if (alignment > page_size())
+    return invalid_argument("shared-memory alignment " + std::to_string(alignment) + " exceeds a page");
+  BH_ASSIGN_OR_RETURN(UniqueFd fd, create_region(size));
+  const size_t bytes = page_round(size);
+  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd.get(), 0);
   if (p == MAP_FAILED)
     return Status(StatusCode::kResourceExhausted,
                   "cannot map a shared-memory region of " + std::to_string(bytes) + " bytes: " + errno_text(errno));
@@ -58,7 +83,7 @@ Result<UniqueFd> SharedMemory::seal(std::shared_ptr<Buffer> region) {
   UniqueFd fd(fcntl(handle_fd(region->handle()), F_DUPFD_CLOEXEC, 0));
   if (!fd.valid()) return Status(StatusCode::kResourceExhausted, "cannot duplicate a region descriptor: " + errno_text(errno));
   region.reset();  // unmaps: a writable shared mapping would forbid F_SEAL_WRITE
-  if (fcntl(fd.get(), F_ADD_SEALS, kSeals) != 0) return internal_error("cannot seal a shared-memory region: " + errno_text(errno));
+  BH_RETURN_IF_ERROR(seal(fd.get()));
   return fd;
 }
 
@@ -72,6 +97,22 @@ Result<std::shared_ptr<Buffer>> SharedMemory::map(UniqueFd fd, size_t size, cons
                           std::to_string(size) + " expected");
   const size_t bytes = page_round(static_cast<size_t>(st.st_size));
   void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd.get(), 0);
+  if (p == MAP_FAILED)
+    return Status(StatusCode::kResourceExhausted, what + ": cannot map " + std::to_string(bytes) + " bytes: " + errno_text(errno));
+  // Map the region's pages in now (read-only sharing, no copy) rather than one fault per
+  // few pages later; a write still copies just the page written. Best effort: older
+  // kernels lack it and fault lazily.
+  if (size >= (size_t{1} << 16)) madvise(p, bytes, MADV_POPULATE_READ);
+  return std::make_shared<Buffer>(shared_from_this(), domain_, p, bytes, nullptr);
+}
+
+Result<std::shared_ptr<Buffer>> SharedMemory::map_readonly(UniqueFd fd, size_t size, const std::string& what) {
+  struct stat st {};
+  if (fstat(fd.get(), &st) != 0 || static_cast<size_t>(st.st_size) < size)
+    return internal_error(what + ": the shared-memory region holds " + std::to_string(st.st_size) + " bytes, " +
+                          std::to_string(size) + " expected");
+  const size_t bytes = page_round(static_cast<size_t>(st.st_size));
+  void* p = mmap(nullptr, bytes, PROT_READ, MAP_SHARED, fd.get(), 0);
   if (p == MAP_FAILED)
     return Status(StatusCode::kResourceExhausted, what + ": cannot map " + std::to_string(bytes) + " bytes: " + errno_text(errno));
   return std::make_shared<Buffer>(shared_from_this(), domain_, p, bytes, nullptr);

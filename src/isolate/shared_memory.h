@@ -4,6 +4,11 @@
 // copy-on-write, so each side's Tensors are views of the mapping — no copy on receipt —
 // and nothing the sender does later can change or truncate what the receiver holds.
 //
+// The sender fills a region with write() (pwrite: the bytes go straight into the
+// region's pages, one copy, no mapping to set up and tear down) or, when its data must
+// be produced in place (a device's copy engine writing host memory), through a mapping
+// from allocate() that seal() then gives up.
+//
 // Ownership: a Buffer made here owns its mapping (munmap when the last Tensor over it
 // goes) and, for regions allocate()d here, the memfd. Buffers keep the SharedMemory
 // object alive. The domain is the host domain: the bytes are ordinary process memory.
@@ -25,18 +30,29 @@ class SharedMemory final : public Allocator {
 
   const Domain& domain() const override { return domain_; }
   std::string name() const override { return name_; }
-  // A new memfd region of `size` bytes (at least one page), mapped shared and writable.
-  // The Buffer owns the memfd; seal() turns it into a descriptor to hand over.
+  // A new region of `size` bytes, mapped shared and writable. The Buffer owns the memfd;
+  // seal() turns it into a descriptor to hand over.
   Result<std::shared_ptr<Buffer>> allocate(size_t size, size_t alignment = 64) override;
   void release(void* data, void* handle, size_t size) override;
 
-  // Unmaps `region` (which must come from allocate() and be held by nobody else),
-  // seals it against writes, growth and shrinking, and returns its descriptor.
+  // A new, unmapped region of `size` bytes (zero-filled until written).
+  static Result<UniqueFd> create_region(size_t size);
+  // Copies `n` bytes into the region at `offset`.
+  static Status write(int region, size_t offset, const void* data, size_t n);
+  // Seals a region against writes, growth and shrinking (it must not be mapped writable).
+  static Status seal(int region);
+  // Unmaps `region` (from allocate(), held by nobody else), seals it and returns its memfd.
   static Result<UniqueFd> seal(std::shared_ptr<Buffer> region);
+
   // Maps a sealed region received from the other side, copy-on-write (the caller may
-  // write to its Tensors; the sender never sees it). Fails, naming `what`, when the
-  // region is smaller than `size` or not sealed. The descriptor is closed once mapped.
+  // write to its Tensors; the sender never sees it), with its pages mapped in at once.
+  // Fails, naming `what`, when the region is smaller than `size` or not sealed. The
+  // descriptor is closed once mapped.
   Result<std::shared_ptr<Buffer>> map(UniqueFd fd, size_t size, const std::string& what);
+  // Maps a region the peer keeps and rewrites between messages (the supervisor's input
+  // region), shared and read-only: its pages stay mapped across runs, and a write
+  // through the mapping faults instead of silently diverging from the region.
+  Result<std::shared_ptr<Buffer>> map_readonly(UniqueFd fd, size_t size, const std::string& what);
 
  private:
   Domain domain_ = Domain::host();

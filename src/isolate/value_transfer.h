@@ -25,13 +25,26 @@ struct PackedValues {
   UniqueFd region;            // sealed memfd holding the bytes
 };
 
+// A region the sender keeps and rewrites message after message, so steady-state runs
+// copy into pages that already exist instead of fresh ones. It is not sealed: only for
+// a receiver that trusts the sender to write it only while the receiver is not reading
+// (the supervisor's inputs: it writes them only between runs), and that maps it
+// read-only (SharedMemory::map_readonly).
+struct ReusableRegion {
+  UniqueFd fd;
+  uint64_t capacity = 0;
+  uint64_t id = 0;  // changes whenever the region is replaced by a larger or smaller one
+};
+
 // Copies a tensor whose bytes the CPU cannot read into `dst` (host memory); used by the
 // worker for outputs left in device memory. May be empty: such tensors are then an error.
 using DeviceCopy = std::function<Status(const Tensor& src, const Tensor& dst)>;
 
-// Packs `values`; `what` ("input", "output") names them in errors.
+// Packs `values`; `what` ("input", "output") names them in errors. With `reuse`, the
+// bytes go into that region (replaced when too small or far too large) and the result's
+// `region` is left empty; without it, into a fresh sealed region.
 Result<PackedValues> pack_values(const NamedValues& values, SharedMemory& shm, const char* what,
-                                 const DeviceCopy& copy = {});
+                                 const DeviceCopy& copy = {}, ReusableRegion* reuse = nullptr);
 // Rebuilds values from descriptors over `region` (null when region_bytes is 0), with no
 // copy of tensor bytes. Every offset, size, type and shape is checked against the region.
 Result<NamedValues> unpack_values(const std::string& descriptors, const std::shared_ptr<Buffer>& region,

@@ -82,10 +82,22 @@ class Worker {
   Status run_inner(Message& m) {
     if (!session_) return internal_error("the worker has no model loaded");
     BH_ASSIGN_OR_RETURN(RunRequest req, decode_run_request(m.payload));
-    if (m.fds.size() != (req.region_bytes ? 1u : 0u)) return internal_error("the input region did not arrive");
     std::shared_ptr<Buffer> region;
-    if (req.region_bytes) {
-      BH_ASSIGN_OR_RETURN(region, shm_->map(std::move(m.fds[0]), req.region_bytes, "inputs"));
+    if (req.region_id) {
+      // The supervisor's reusable input region: mapped once, kept while it is current.
+      if (m.fds.size() == 1) {
+        BH_ASSIGN_OR_RETURN(inputs_, shm_->map_readonly(std::move(m.fds[0]), req.region_bytes, "inputs"));
+        inputs_id_ = req.region_id;
+      } else if (!m.fds.empty() || req.region_id != inputs_id_ || !inputs_) {
+        return internal_error("the input region did not arrive");
+      }
+      if (inputs_->size() < req.region_bytes) return internal_error("the input region is smaller than its inputs");
+      region = inputs_;
+    } else {
+      if (m.fds.size() != (req.region_bytes ? 1u : 0u)) return internal_error("the input region did not arrive");
+      if (req.region_bytes) {
+        BH_ASSIGN_OR_RETURN(region, shm_->map(std::move(m.fds[0]), req.region_bytes, "inputs"));
+      }
     }
     NamedValues outs;
     std::vector<NodeProfile> profile;
@@ -116,6 +128,8 @@ class Worker {
   Env env_;
   std::optional<Session> session_;
   std::shared_ptr<SharedMemory> shm_ = SharedMemory::create("worker");
+  std::shared_ptr<Buffer> inputs_;  // read-only mapping of the supervisor's input region
+  uint64_t inputs_id_ = 0;
 };
 
 }  // namespace

@@ -3,6 +3,7 @@
 // killed or stopped during a run fails that run with one clear line and the next run is
 // served by a fresh worker; concurrent runs each get their own outputs; no child process
 // outlives its session. The worker is the bulkhead binary built beside these tests.
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -128,6 +129,25 @@ TEST_F(Isolation, SmallModelMatchesInProcess) {
   ASSERT_EQ(b->size(), 2u);
   EXPECT_EQ((*b)[0].first, "d");
   EXPECT_FLOAT_EQ((*b)[0].second.data<float>()[2], in[0].second.data<float>()[2] - in[1].second.data<float>()[2]);
+}
+
+TEST_F(Isolation, InputsOfChangingSizes) {
+  // The input region is kept between runs, grown and shrunk: every size must still
+  // give exactly the in-process answer.
+  std::string bytes = model_text_bytes(R"(<ir_version: 8, opset_import: ["" : 17]>
+g (float[N] x) => (float[N] y) { y = Neg(x) })");
+  auto local = env_.load_bytes(bytes, "neg", in_process_options());
+  auto remote = env_.load_bytes(bytes, "neg", process_options());
+  ASSERT_TRUE(local.is_ok() && remote.is_ok()) << remote.status().to_string();
+  uint32_t seed = 0;
+  for (int64_t n : {1000, 10, 1000, 400000, 10, 0, 70000, 400000}) {
+    NamedTensors in = {{"x", random_tensor({n}, ++seed)}};
+    auto a = local->run(in);
+    auto b = remote->run(in);
+    ASSERT_TRUE(a.is_ok()) << a.status().to_string();
+    ASSERT_TRUE(b.is_ok()) << n << ": " << b.status().to_string();
+    expect_same(*a, *b);
+  }
 }
 
 TEST_F(Isolation, OutputsAreTheCallersAndOutliveTheSession) {
@@ -399,6 +419,76 @@ TEST_F(Isolation, WorkerStartedFromAThreadThatEndsKeepsServing) {
   auto r = s->run({{"x", random_tensor({1, 4}, 1)}, {"z", random_tensor({1, 4}, 2)}});
   ASSERT_TRUE(r.is_ok()) << r.status().to_string();
   EXPECT_EQ(s->worker_pid(), replacement) << "the replacement worker died with the thread that asked for it";
+}
+
+// Processes whose parent is `pid` (from /proc/*/stat).
+std::vector<pid_t> children_of(pid_t pid) {
+  std::vector<pid_t> r;
+  for (auto& e : std::filesystem::directory_iterator("/proc")) {
+    std::string name = e.path().filename();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream f(e.path() / "stat");
+    std::string line;
+    std::getline(f, line);
+    auto close = line.rfind(')');
+    if (close == std::string::npos) continue;
+    std::istringstream rest(line.substr(close + 2));
+    char state;
+    pid_t ppid = 0;
+    rest >> state >> ppid;
+    if (ppid == pid) r.push_back(std::stoi(name));
+  }
+  return r;
+}
+
+// Running (not gone and not a zombie waiting for some other parent to reap it).
+bool alive(pid_t pid) {
+  std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!std::getline(f, line)) return false;
+  auto close = line.rfind(')');
+  return close != std::string::npos && close + 2 < line.size() && line[close + 2] != 'Z' && line[close + 2] != 'X';
+}
+
+TEST_F(Isolation, WorkerDiesWithItsParentProcess) {
+  TempDir dir;
+  dir.write("loop.onnx", model_text_bytes(kLoopModel));
+  auto in = loop_inputs(int64_t{1} << 40, 1);
+  for (auto& [name, t] : in) ASSERT_TRUE(io::write_npy(dir.file(name + ".npy"), t).is_ok());
+  std::string n = dir.file("n.npy"), x = "x=" + dir.file("x.npy"), w = "w=" + dir.file("w.npy");
+  std::string nn = "n=" + n;
+  std::vector<const char*> argv = {BULKHEAD_BINARY, "run", nullptr, "-i", nn.c_str(), "-i", x.c_str(), "-i", w.c_str(),
+                                   "--isolation", "process", "--threads", "1", "-q", nullptr};
+  std::string model = dir.file("loop.onnx");
+  argv[2] = model.c_str();
+  pid_t parent = fork();
+  ASSERT_GE(parent, 0);
+  if (parent == 0) {
+    int null = open("/dev/null", O_WRONLY);
+    dup2(null, 1);
+    dup2(null, 2);
+    execv(argv[0], const_cast<char* const*>(argv.data()));
+    _exit(127);
+  }
+  std::vector<pid_t> kids;
+  for (int i = 0; i < 400 && kids.empty(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    kids = children_of(parent);
+  }
+  ASSERT_EQ(kids.size(), 1u) << "bulkhead run did not start a worker";
+  const pid_t worker = kids[0];
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // the worker is now in its long run
+  EXPECT_TRUE(alive(worker));
+  ASSERT_EQ(kill(parent, SIGKILL), 0);
+  int st;
+  ASSERT_EQ(waitpid(parent, &st, 0), parent);
+  bool died = false;
+  for (int i = 0; i < 200 && !died; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    died = !alive(worker);
+  }
+  EXPECT_TRUE(died) << "worker " << worker << " outlived its parent";
+  if (!died) kill(worker, SIGKILL);
 }
 
 TEST_F(Isolation, BadWorkerBinaryGivesAClearError) {

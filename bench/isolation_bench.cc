@@ -1,0 +1,113 @@
+// isolation_bench: what process isolation (SessionOptions::isolation = "process") costs.
+//   1. per-call overhead on a tiny model (Add of two float32[1,4]): median latency of
+//      many runs in-process and in a worker process;
+//   2. the hand-off cost per MiB: an Identity model on float32 inputs of 1, 16 and 64 MiB
+//      (in-process, Identity's output is a copy of the input; in a worker the input is
+//      copied into shared memory and the output copied back out of it).
+// Both sessions run in this process, one after the other, on 1 intra-op thread.
+//
+//   isolation_bench [--calls N] [--big-calls N] [--worker PATH]
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "bulkhead/bulkhead.hpp"
+#include "demo/demo_model.h"
+
+namespace {
+
+using namespace bulkhead;
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
+}
+
+// Median milliseconds per run over `calls` runs, after `warmup` untimed ones.
+double time_runs(const Session& s, const NamedTensors& in, int calls, int warmup) {
+  std::vector<double> ms;
+  for (int i = 0; i < warmup + calls; ++i) {
+    auto t0 = std::chrono::steady_clock::now();
+    auto r = s.run(in);
+    double dt = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    if (!r.is_ok()) {
+      std::fprintf(stderr, "isolation_bench: error: %s\n", r.status().message().c_str());
+      std::exit(1);
+    }
+    if (i >= warmup) ms.push_back(dt);
+  }
+  return median(ms);
+}
+
+Session load(const Env& env, const std::string& text, const std::string& name, bool process, const std::string& worker) {
+  auto bytes = demo::model_from_text(text);
+  if (!bytes.is_ok()) {
+    std::fprintf(stderr, "isolation_bench: error: %s\n", bytes.status().message().c_str());
+    std::exit(1);
+  }
+  SessionOptions o;
+  o.threads = 1;
+  if (process) {
+    o.isolation = "process";
+    o.worker_binary = worker;
+  }
+  auto s = env.load_bytes(*bytes, name, o);
+  if (!s.is_ok()) {
+    std::fprintf(stderr, "isolation_bench: error: %s\n", s.status().message().c_str());
+    std::exit(1);
+  }
+  return *s;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int calls = 2000, big_calls = 15;
+  std::string worker = BULKHEAD_BINARY;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--calls" && i + 1 < argc) calls = std::atoi(argv[++i]);
+    else if (a == "--big-calls" && i + 1 < argc) big_calls = std::atoi(argv[++i]);
+    else if (a == "--worker" && i + 1 < argc) worker = argv[++i];
+    else {
+      std::fprintf(stderr, "usage: isolation_bench [--calls N] [--big-calls N] [--worker PATH]\n");
+      return 2;
+    }
+  }
+  if (calls < 1 || big_calls < 1) {
+    std::fprintf(stderr, "isolation_bench: error: --calls and --big-calls must be at least 1\n");
+    return 2;
+  }
+  Env env;
+
+  const char* tiny = R"(<ir_version: 8, opset_import: ["" : 17]>
+g (float[1,4] x, float[1,4] z) => (float[1,4] y) { y = Add(x, z) })";
+  NamedTensors tiny_in = {{"x", Tensor::from_vector<float>(DataType::kFloat32, {1, 4}, {1, 2, 3, 4})},
+                          {"z", Tensor::from_vector<float>(DataType::kFloat32, {1, 4}, {5, 6, 7, 8})}};
+  double t_in = time_runs(load(env, tiny, "tiny", false, worker), tiny_in, calls, 100);
+  double t_proc = time_runs(load(env, tiny, "tiny", true, worker), tiny_in, calls, 100);
+  std::printf("per-call overhead, tiny model (Add float32[1,4]), median of %d runs\n", calls);
+  std::printf("  %-12s %10s %10s %10s\n", "", "in-process", "process", "overhead");
+  std::printf("  %-12s %8.1f us %8.1f us %8.1f us\n\n", "per call", t_in * 1e3, t_proc * 1e3, (t_proc - t_in) * 1e3);
+
+  const char* identity = R"(<ir_version: 8, opset_import: ["" : 17]>
+g (float[N] x) => (float[N] y) { y = Identity(x) })";
+  Session local = load(env, identity, "identity", false, worker);
+  Session remote = load(env, identity, "identity", true, worker);
+  std::printf("hand-off cost, Identity model, median of %d runs\n", big_calls);
+  std::printf("  %-8s %12s %12s %12s %12s\n", "input", "in-process", "process", "extra", "extra/MiB");
+  for (int mib : {1, 16, 64}) {
+    const int64_t n = int64_t{mib} * 1024 * 1024 / 4;
+    Tensor x = Tensor::host(DataType::kFloat32, {n});
+    for (int64_t i = 0; i < n; ++i) x.data<float>()[i] = static_cast<float>(i % 1000);
+    NamedTensors in = {{"x", x}};
+    double a = time_runs(local, in, big_calls, 2);
+    double b = time_runs(remote, in, big_calls, 2);
+    std::printf("  %4d MiB %9.3f ms %9.3f ms %9.3f ms %9.3f ms\n", mib, a, b, b - a, (b - a) / mib);
+  }
+  return 0;
+}
