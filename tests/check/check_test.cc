@@ -107,6 +107,83 @@ TEST_F(Pipeline, CpuIsClean) {
   EXPECT_NE(check::tensor_hash(r->inputs[0][0].second), check::tensor_hash(r->inputs[1][0].second));
 }
 
+// Each planted fault of the `faulty` backend is caught, at the step where the field saw it.
+struct FaultCase {
+  const char* device;
+  const char* schedule;
+  const char* step;
+};
+
+TEST_F(Pipeline, EveryFaultIsCaughtAtItsFirstBadStep) {
+  const FaultCase cases[] = {
+      {"faulty:shared-scratch", "same_process", "F3"},   // G's run poisons F's later runs (report A)
+      {"faulty:global-slot", "same_process", "F2"},      // creating G redirects F (report B)
+      {"faulty:dropped-dependency", "front_only", "F1"}, // a consumer reads zeros (report C)
+      {"faulty:stale-replay", "recover", "F'1"},         // a re-created F replays the old F's capture (report D)
+  };
+  for (const auto& c : cases) {
+    auto r = check::run_check(options(c.device, in_process_schedules()));
+    ASSERT_TRUE(r.is_ok()) << c.device << ": " << r.status().to_string();
+    EXPECT_EQ(r->exit_code(), 2) << c.device;
+    EXPECT_EQ(r->verdict(), "contaminated") << c.device;
+    std::string want = std::string(c.schedule) + "/" + c.step + ":";
+    EXPECT_EQ(r->first_bad_step().rfind(want, 0), 0u) << c.device << ": " << r->first_bad_step();
+  }
+  auto none = check::run_check(options("faulty:none", in_process_schedules()));
+  ASSERT_TRUE(none.is_ok());
+  EXPECT_EQ(none->exit_code(), 0) << none->first_bad_step();
+}
+
+TEST_F(Pipeline, SharedScratchIsOneWayAndCrossProcessIsClean) {
+  auto r = check::run_check(options("faulty:shared-scratch", {"front_only", "back_only", "same_process", "cross_process"}));
+  ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+  ASSERT_EQ(r->schedules.size(), 4u);
+  EXPECT_TRUE(r->schedules[0].clean());  // F alone
+  EXPECT_TRUE(r->schedules[1].clean());  // G alone
+  EXPECT_TRUE(r->schedules[3].clean()) << r->schedules[3].error;  // F and G in separate worker processes
+  const auto& sp = r->schedules[2].steps;
+  ASSERT_EQ(sp.size(), 5u);
+  // F1 F2 G1 clean; F3 poisoned; G2 (G's own data) clean.
+  EXPECT_TRUE(sp[0].clean && sp[1].clean && sp[2].clean);
+  EXPECT_FALSE(sp[3].clean);
+  EXPECT_TRUE(sp[4].clean);
+}
+
+TEST_F(Pipeline, CpuCrossProcessIsClean) {
+  auto r = check::run_check(options("cpu", {"cross_process"}));
+  ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+  EXPECT_EQ(r->exit_code(), 0) << r->schedules[0].error << r->first_bad_step();
+  EXPECT_EQ(r->schedules[0].steps.size(), 4u);
+}
+
+TEST_F(Pipeline, CommandLineExitCodes) {
+  auto sh = [&](const std::string& args) {
+    std::string cmd = "cd " + dir_.path() + " && " + BULKHEAD_BINARY + " check " + args + " >out.txt 2>err.txt";
+    int st = std::system(cmd.c_str());
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  };
+  EXPECT_EQ(sh("--pipeline F.onnx G.onnx --schedules front_only,same_process --no-report"), 0);
+  EXPECT_EQ(sh("--pipeline F.onnx G.onnx -d faulty:shared-scratch --schedules same_process --report rep"), 2);
+  EXPECT_TRUE(std::filesystem::is_regular_file(dir_.file("rep/report.html")));
+  std::ifstream out(dir_.file("out.txt"));
+  std::stringstream ss;
+  ss << out.rdbuf();
+  EXPECT_NE(ss.str().find("verdict: contaminated"), std::string::npos) << ss.str();
+  EXPECT_NE(ss.str().find("same_process/F3"), std::string::npos) << ss.str();
+  // Errors: 1, one line.
+  EXPECT_EQ(sh("missing.onnx"), 1);
+  EXPECT_EQ(sh("--pipeline F.onnx G.onnx --schedules bogus"), 1);
+  EXPECT_EQ(sh("--pipeline F.onnx G.onnx -d nosuch"), 1);
+  EXPECT_EQ(sh("--pipeline F.onnx G.onnx --threads 0"), 1);
+  EXPECT_EQ(sh("--pipeline F.onnx G.onnx --input image=nothere.npy"), 1);
+  EXPECT_EQ(sh("--pipeline F.onnx G.onnx --no-such-flag"), 1);
+  std::ifstream err(dir_.file("err.txt"));
+  std::stringstream es;
+  es << err.rdbuf();
+  std::string e = es.str();
+  EXPECT_EQ(std::count(e.begin(), e.end(), '\n'), 1) << e;
+}
+
 TEST_F(Pipeline, SingleModelTwoSessionsIsClean) {
   auto o = options("cpu", {"front_only", "same_process", "threads", "recover"});
   o.back.reset();
