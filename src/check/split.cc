@@ -123,13 +123,16 @@ Result<SplitResult> split_model(const std::string& path, double fraction, const 
   std::unordered_set<std::string> back_read_set(back_reads.begin(), back_reads.end());
   std::unordered_set<std::string> front_read_set(front_reads.begin(), front_reads.end());
 
+  // Constant nodes are weights, not activations: a part that reads one gets its own copy
+  // rather than a boundary input.
+  auto is_constant = [&](int i) { return g.node(i).op_type() == "Constant" && g.node(i).input_size() == 0; };
   SplitResult r;
   std::unordered_set<std::string> boundary_set;
   for (int i : order) {
     if (!in_front[i]) continue;
     ++r.front_nodes;
     for (const auto& o : g.node(i).output()) {
-      if (o.empty()) continue;
+      if (o.empty() || is_constant(i)) continue;
       if (graph_outputs.count(o))
         return invalid_argument("model output '" + o + "' is computed before the cut; cut later (or name other values with --at)");
       if (back_read_set.count(o) && boundary_set.insert(o).second) r.boundary.push_back(o);
@@ -181,6 +184,9 @@ Result<SplitResult> split_model(const std::string& path, double fraction, const 
     pg->clear_value_info();
     pg->set_name(g.name() + (front ? "_front" : "_back"));
     const auto& reads = front ? front_read_set : back_read_set;
+    if (!front)  // constants computed before the cut that the back part reads
+      for (int i : order)
+        if (in_front[i] && is_constant(i) && reads.count(g.node(i).output(0))) *pg->add_node() = g.node(i);
     for (int i : order)
       if (in_front[i] == front) *pg->add_node() = g.node(i);
     for (const auto& t : g.initializer())

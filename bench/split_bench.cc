@@ -1,0 +1,151 @@
+// split_bench: what it costs to run a model as a split pipeline F -> G (the way field
+// users cut a model across two sessions), in one process and with each part in its own
+// worker process (isolation = "process"), against the whole model in one session.
+//
+//   split_bench MODEL [--input NAME=FILE.npy]... [--fraction 0.5] [--threads 1]
+//               [--runs 20] [--rounds 3] [--worker PATH]
+//
+// The variants are measured in alternating rounds (whole, split, split-process, whole,
+// ...) so that machine load drifts affect them alike; each round's figure is the median
+// of --runs timed runs after two warm-up runs, and the table reports the median over
+// rounds. The outputs of every variant are compared with the whole model's.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "bulkhead/bulkhead.hpp"
+#include "check/split.h"
+#include "io/npy.h"
+
+namespace {
+
+using namespace bulkhead;
+
+[[noreturn]] void die(const std::string& m) {
+  std::fprintf(stderr, "split_bench: error: %s\n", m.c_str());
+  std::exit(1);
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
+}
+
+using Clock = std::chrono::steady_clock;
+
+// Runs F then G, G fed F's outputs by name.
+NamedTensors run_pipeline(const Session& f, const Session& g, const NamedTensors& in) {
+  auto mid = f.run(in);
+  if (!mid.is_ok()) die(mid.status().message());
+  auto out = g.run(*mid);
+  if (!out.is_ok()) die(out.status().message());
+  return std::move(out).value();
+}
+
+double max_diff(const NamedTensors& a, const NamedTensors& b) {
+  double m = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    const Tensor &x = a[i].second, &y = b[i].second;
+    if (x.numel() != y.numel() || x.dtype() != DataType::kFloat32) return x.numel() == y.numel() ? 0 : INFINITY;
+    for (int64_t k = 0; k < x.numel(); ++k) m = std::max(m, (double)std::fabs(x.data<float>()[k] - y.data<float>()[k]));
+  }
+  return m;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string model, worker = BULKHEAD_BINARY;
+  std::vector<std::string> input_specs;
+  double fraction = 0.5;
+  int threads = 1, runs = 20, rounds = 3;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto next = [&]() -> std::string {
+      if (i + 1 >= argc) die("option " + a + " needs a value");
+      return argv[++i];
+    };
+    if (a == "--input") input_specs.push_back(next());
+    else if (a == "--fraction") fraction = std::atof(next().c_str());
+    else if (a == "--threads") threads = std::atoi(next().c_str());
+    else if (a == "--runs") runs = std::atoi(next().c_str());
+    else if (a == "--rounds") rounds = std::atoi(next().c_str());
+    else if (a == "--worker") worker = next();
+    else if (!a.empty() && a[0] != '-' && model.empty()) model = a;
+    else die("unknown option '" + a + "'");
+  }
+  if (model.empty()) die("usage: split_bench MODEL [--input NAME=FILE.npy]... [--fraction F] [--threads N] [--runs N] [--rounds N]");
+  if (runs < 1 || rounds < 1 || threads < 1) die("--runs, --rounds and --threads must be >= 1");
+
+  auto parts = check::split_model(model, fraction);
+  if (!parts.is_ok()) die(parts.status().message());
+  Env env;
+  SessionOptions o;
+  o.threads = threads;
+  SessionOptions po = o;
+  po.isolation = "process";
+  po.worker_binary = worker;
+  auto whole = env.load(model, o);
+  if (!whole.is_ok()) die(whole.status().message());
+  auto f = env.load_bytes(parts->front, "front", o), g = env.load_bytes(parts->back, "back", o);
+  auto pf = env.load_bytes(parts->front, "front", po), pg = env.load_bytes(parts->back, "back", po);
+  for (auto* s : {&f, &g, &pf, &pg})
+    if (!s->is_ok()) die(s->status().message());
+
+  NamedTensors in;
+  for (auto& spec : input_specs) {
+    auto eq = spec.find('=');
+    if (eq == std::string::npos) die("bad --input '" + spec + "': expected NAME=FILE.npy");
+    auto t = io::read_npy(spec.substr(eq + 1));
+    if (!t.is_ok()) die(t.status().message());
+    in.emplace_back(spec.substr(0, eq), *t);
+  }
+  if (in.empty()) die("give the model's inputs with --input NAME=FILE.npy");
+
+  auto ref = whole->run(in);
+  if (!ref.is_ok()) die(ref.status().message());
+  double d_in = max_diff(run_pipeline(*f, *g, in), *ref), d_proc = max_diff(run_pipeline(*pf, *pg, in), *ref);
+  size_t boundary_bytes = 0;
+  {
+    auto mid = f->run(in);
+    for (auto& [n, t] : *mid) boundary_bytes += t.nbytes();
+  }
+
+  std::map<std::string, std::vector<double>> per_round;
+  const char* names[] = {"whole model, one session", "split F -> G, two sessions in-process", "split F -> G, two worker processes"};
+  for (int r = 0; r < rounds; ++r)
+    for (int v = 0; v < 3; ++v) {
+      std::vector<double> ms;
+      for (int k = 0; k < runs + 2; ++k) {
+        auto t0 = Clock::now();
+        if (v == 0) {
+          auto x = whole->run(in);
+          if (!x.is_ok()) die(x.status().message());
+        } else if (v == 1) {
+          run_pipeline(*f, *g, in);
+        } else {
+          run_pipeline(*pf, *pg, in);
+        }
+        if (k >= 2) ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+      }
+      per_round[names[v]].push_back(median(ms));
+    }
+  double base = median(per_round[names[0]]);
+  std::printf("split_bench: %s cut after %.0f%% of its nodes (F %d nodes, G %d nodes; %zu boundary tensors, %.2f MiB), "
+              "%d thread(s), median of %d rounds x %d runs\n",
+              model.c_str(), fraction * 100, parts->front_nodes, parts->back_nodes, parts->boundary.size(),
+              boundary_bytes / 1048576.0, threads, rounds, runs);
+  std::printf("| variant | median ms | vs whole | max |diff| vs whole |\n|---|---|---|---|\n");
+  for (int v = 0; v < 3; ++v) {
+    double m = median(per_round[names[v]]);
+    std::printf("| %s | %.2f | %+.1f%% | %s |\n", names[v], m, (m / base - 1) * 100,
+                v == 0 ? "0" : (std::to_string(v == 1 ? d_in : d_proc)).c_str());
+  }
+  return 0;
+}
