@@ -7,11 +7,13 @@ namespace bulkhead::cli {
 
 void add_worker(CLI::App& app) {
   auto fd = std::make_shared<int>(-1);
+  auto parent = std::make_shared<int>(0);
   auto* cmd = app.add_subcommand("worker", "Serve one process-isolated session over an inherited socket");
   cmd->group("");  // hidden
   cmd->add_option("--fd", *fd, "the socket to the supervisor")->required();
-  cmd->callback([fd]() {
-    int rc = isolate::worker_main(*fd);
+  cmd->add_option("--parent", *parent, "the supervisor's pid: exit if it is gone");
+  cmd->callback([fd, parent]() {
+    int rc = isolate::worker_main(*fd, *parent);
     if (rc) throw CLI::RuntimeError(rc);
   });
 }

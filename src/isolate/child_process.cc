@@ -1,11 +1,9 @@
 #include "isolate/child_process.h"
 
 #include <fcntl.h>
-#include <poll.h>
 #include <signal.h>
-#include <sys/prctl.h>
+#include <spawn.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -19,84 +17,48 @@
 
 #include "isolate/unique_fd.h"
 
+extern char** environ;
+
 namespace bulkhead::isolate {
 namespace {
 
 constexpr int kChildSocketFd = 3;
-constexpr int kChildStatusFd = 4;   // exec failure report, close-on-exec
-constexpr int kHighFd = 10;         // where descriptors wait before being moved down
-constexpr int kExecReportMs = 10000;
+constexpr int kHighFd = 10;  // where the socket waits before it is moved down to 3
 
-[[noreturn]] void child_fail(int err) {
-  ssize_t ignored = write(kChildStatusFd, &err, sizeof err);
-  (void)ignored;
-  _exit(127);
-}
-
-// Runs in the forked child: async-signal-safe calls only (no allocation, no locks).
-[[noreturn]] void exec_child(pid_t parent, int socket_fd, int status_fd, const char* path, char* const argv[]) {
-  // Die with the parent (thread): see child_process.h. The check after it closes the
-  // race where the parent went before the request was made.
-  if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) _exit(127);
-  if (getppid() != parent) _exit(127);
-  if (dup3(status_fd, kChildStatusFd, O_CLOEXEC) < 0) _exit(127);
-  if (dup2(socket_fd, kChildSocketFd) < 0) child_fail(errno);  // dup2 clears close-on-exec
-  if (syscall(SYS_close_range, kChildStatusFd + 1, ~0U, 0) != 0) {
-    long max = sysconf(_SC_OPEN_MAX);
-    for (long fd = kChildStatusFd + 1; fd < (max > 0 && max < 65536 ? max : 65536); ++fd) close(static_cast<int>(fd));
-  }
-  // The parent's thread may block signals, and the mask survives exec.
-  sigset_t none;
-  sigemptyset(&none);
-  sigprocmask(SIG_SETMASK, &none, nullptr);
-  signal(SIGPIPE, SIG_DFL);
-  execv(path, argv);
-  child_fail(errno);
-}
-
-// A copy of `fd` at kHighFd or above, so the child can move descriptors to 3 and 4
-// without overwriting one it still needs.
-Result<UniqueFd> raise_fd(int fd) {
-  int r = fcntl(fd, F_DUPFD_CLOEXEC, kHighFd);
-  if (r < 0) return Status(StatusCode::kResourceExhausted, std::string("cannot duplicate a descriptor: ") + std::strerror(errno));
-  return UniqueFd(r);
-}
-
+// posix_spawn (vfork-like: no copy of this process's page tables, so starting a worker
+// from a large process is cheap and needs no memory overcommit) with the socket as
+// descriptor 3, every other descriptor above 2 closed, default signal dispositions and
+// an empty signal mask. The worker sets PR_SET_PDEATHSIG itself, first thing, and exits
+// if its parent is not `getpid()` any more (the parent went before it could ask).
 Result<pid_t> spawn(const std::string& binary, int socket) {
-  BH_ASSIGN_OR_RETURN(UniqueFd sock, raise_fd(socket));
-  int p[2];
-  if (pipe2(p, O_CLOEXEC) != 0)
-    return Status(StatusCode::kResourceExhausted, std::string("cannot create a pipe: ") + std::strerror(errno));
-  UniqueFd report_read(p[0]), report_write_low(p[1]);
-  BH_ASSIGN_OR_RETURN(UniqueFd report_write, raise_fd(report_write_low.get()));
-  report_write_low.reset();
-
-  std::string fd_arg = std::to_string(kChildSocketFd);
+  // A copy at kHighFd or above, so the dup2 onto 3 never overwrites it and always clears
+  // close-on-exec (dup2 onto the same descriptor would leave the flag set).
+  UniqueFd sock(fcntl(socket, F_DUPFD_CLOEXEC, kHighFd));
+  if (!sock.valid())
+    return Status(StatusCode::kResourceExhausted, std::string("cannot duplicate a descriptor: ") + std::strerror(errno));
+  std::string fd_arg = std::to_string(kChildSocketFd), parent_arg = std::to_string(getpid());
   std::vector<char*> argv = {const_cast<char*>(binary.c_str()), const_cast<char*>("worker"),
-                             const_cast<char*>("--fd"), fd_arg.data(), nullptr};
-  const pid_t parent = getpid();
-  pid_t pid = fork();
-  if (pid < 0) return Status(StatusCode::kResourceExhausted, std::string("cannot start a worker process: ") + std::strerror(errno));
-  if (pid == 0) exec_child(parent, sock.get(), report_write.get(), binary.c_str(), argv.data());
-  report_write.reset();
-
-  // The report pipe closes on a successful exec, or carries errno when it failed.
-  pollfd pf{report_read.get(), POLLIN, 0};
-  int ready;
-  do ready = poll(&pf, 1, kExecReportMs);
-  while (ready < 0 && errno == EINTR);
-  int err = 0;
-  ssize_t n = ready > 0 ? read(report_read.get(), &err, sizeof err) : -1;
-  if (n == 0) return pid;
-  std::string how;
-  if (n != static_cast<ssize_t>(sizeof err)) {
-    kill(pid, SIGKILL);
-    reap_child(pid, 5000, &how);
-    return Status(StatusCode::kUnavailable, "worker program '" + binary + "' did not start within " +
-                                                std::to_string(kExecReportMs) + " ms");
-  }
-  reap_child(pid, 5000, &how);
-  return Status(StatusCode::kUnavailable, "cannot start the worker program '" + binary + "': " + std::strerror(err));
+                             const_cast<char*>("--fd"),         fd_arg.data(),
+                             const_cast<char*>("--parent"),     parent_arg.data(),
+                             nullptr};
+  posix_spawn_file_actions_t actions;
+  posix_spawnattr_t attr;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawnattr_init(&attr);
+  posix_spawn_file_actions_adddup2(&actions, sock.get(), kChildSocketFd);
+  posix_spawn_file_actions_addclosefrom_np(&actions, kChildSocketFd + 1);
+  sigset_t all, none;
+  sigfillset(&all);
+  sigemptyset(&none);
+  posix_spawnattr_setsigdefault(&attr, &all);
+  posix_spawnattr_setsigmask(&attr, &none);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
+  pid_t pid = -1;
+  int err = posix_spawn(&pid, binary.c_str(), &actions, &attr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  posix_spawnattr_destroy(&attr);
+  if (err != 0) return Status(StatusCode::kUnavailable, "cannot start the worker program '" + binary + "': " + std::strerror(err));
+  return pid;
 }
 
 bool executable_file(const std::string& p) {
@@ -151,7 +113,7 @@ Result<pid_t> Launcher::start(const std::string& binary, int socket) {
   job_done_ = false;
   job_ = [&] { result = spawn(binary, socket); };
   cv_.notify_all();
-  // spawn() itself is bounded (kExecReportMs), so this wait is too.
+  // spawn() returns once the child has executed the program (or failed to).
   cv_.wait(l, [&] { return job_done_; });
   return result;
 }

@@ -2,7 +2,7 @@
 //
 // Launcher starts workers from a thread of its own. A worker asks the kernel to kill it
 // when its parent dies (PR_SET_PDEATHSIG), and for that the kernel's "parent" is the
-// thread that forked it: starting workers from whichever thread happened to call run()
+// thread that spawned it: starting workers from whichever thread happened to call run()
 // would kill a worker as soon as that thread exits. The launcher thread lives as long
 // as the Launcher, which its RemoteSession destroys only after its worker is reaped.
 //
@@ -29,9 +29,9 @@ class Launcher {
   Launcher(const Launcher&) = delete;
   Launcher& operator=(const Launcher&) = delete;
 
-  // Starts `binary worker --fd 3` with `socket` as its descriptor 3 and every other
-  // descriptor above 2 closed. Returns the pid once the program is executing; an error
-  // naming `binary` when it could not be executed (the child is reaped then).
+  // Starts `binary worker --fd 3 --parent PID` with `socket` as its descriptor 3 and
+  // every other descriptor above 2 closed. Returns the pid once the program is
+  // executing; an error naming `binary` when it could not be executed.
   Result<pid_t> start(const std::string& binary, int socket);
 
  private:

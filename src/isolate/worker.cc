@@ -1,6 +1,9 @@
 #include "isolate/worker.h"
 
 #include <fcntl.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <unistd.h>
 #include <sys/stat.h>
 
 #include <cstdio>
@@ -134,7 +137,13 @@ class Worker {
 
 }  // namespace
 
-int worker_main(int fd) {
+int worker_main(int fd, int parent) {
+  // Die with the supervisor (its launcher thread, see child_process.h); if it went
+  // before this was asked, nobody will ever talk to us.
+  if (parent > 0) {
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) return 3;
+  }
   struct stat st {};
   if (fd < 0 || fstat(fd, &st) != 0 || !S_ISSOCK(st.st_mode)) {
     std::fprintf(stderr,

@@ -3,7 +3,7 @@
 // (on any device the options name), then answers runs one at a time: inputs are views
 // of the supervisor's sealed region, outputs are copied once into a region of its own.
 // It exits when the supervisor closes the socket, and the kernel kills it when the
-// supervisor's launcher thread goes (PR_SET_PDEATHSIG, set before exec).
+// supervisor's launcher thread goes (PR_SET_PDEATHSIG, which it sets first thing).
 //
 // Single-threaded loop (the Session uses its own intra-op threads).
 #pragma once
@@ -11,6 +11,7 @@
 namespace bulkhead::isolate {
 
 // Serves until the peer closes `fd`; returns the process exit code (0 on a clean close).
-int worker_main(int fd);
+// `parent` > 0: the supervisor's pid; the worker exits at once if it is already gone.
+int worker_main(int fd, int parent);
 
 }  // namespace bulkhead::isolate
