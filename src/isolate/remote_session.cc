@@ -75,12 +75,12 @@ void RemoteSession::end_worker(bool kill_first, std::string* how) {
   pid_.store(-1);
 }
 
-Status RemoteSession::worker_failed(const std::string& what, bool kill_first) {
+Status RemoteSession::worker_failed(const std::string& what, bool kill_first, bool in_run) {
   std::string me = who(), how;
   end_worker(kill_first, &how);
   std::string msg = me + " " + what;
   if (what.find("%s") != std::string::npos) msg.replace(msg.find("%s"), 2, how);
-  return Status(StatusCode::kUnavailable, msg + kNextRun);
+  return Status(StatusCode::kUnavailable, in_run ? msg + kNextRun : msg);
 }
 
 Status RemoteSession::start_worker() {
@@ -115,7 +115,7 @@ Status RemoteSession::start_worker() {
   RecvState st = sent.is_ok() ? worker_.channel->recv(reply, load_timeout, &error) : RecvState::kClosed;
   switch (st) {
     case RecvState::kTimeout:
-      return worker_failed("did not load the model within " + std::to_string(load_timeout) + " ms (killed)", true);
+      return worker_failed("did not load the model within " + std::to_string(load_timeout) + " ms (killed)", true, false);
     case RecvState::kClosed: {
       std::string me = who(), how;
       end_worker(false, &how);
@@ -125,7 +125,7 @@ Status RemoteSession::start_worker() {
                                                   " before it was ready: is it the bulkhead program, of this build?");
     }
     case RecvState::kError:
-      return worker_failed("broke the protocol while loading: " + error + " (killed)", true);
+      return worker_failed("broke the protocol while loading: " + error + " (killed)", true, false);
     case RecvState::kOk: break;
   }
   if (reply.type == kLoadFailed) {
@@ -134,10 +134,20 @@ Status RemoteSession::start_worker() {
     return decode_status(reply.payload);  // verbatim: the worker's own error
   }
   if (reply.type != kReady)
-    return worker_failed("broke the protocol: answered the load with message type " + std::to_string(reply.type) + " (killed)", true);
+    return worker_failed("broke the protocol: answered the load with message type " + std::to_string(reply.type) + " (killed)",
+                         true, false);
   auto info = decode_model_info(reply.payload);
-  if (!info.is_ok()) return worker_failed(info.status().message() + " (killed)", true);
-  if (info_.outputs.empty() && info_.all_inputs.empty()) info_ = std::move(info).value();
+  if (!info.is_ok()) return worker_failed(info.status().message() + " (killed)", true, false);
+  if (!have_info_) {
+    info_ = std::move(info).value();
+    have_info_ = true;
+  } else if (encode(*info) != encode(info_)) {
+    // A replacement worker loaded the file again and found another model: callers
+    // validate against the first one, so this one must not serve them.
+    return worker_failed("loaded a model whose inputs or outputs differ from the session's (did '" + model_name_ +
+                             "' change on disk?)",
+                         false, false);
+  }
   return Status::ok();
 }
 

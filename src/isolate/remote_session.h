@@ -66,7 +66,9 @@ class RemoteSession {
   Status start_worker();                       // requires mu_
   // Kills (unless it already ended) and reaps the worker; `how` says how it ended.
   void end_worker(bool kill_first, std::string* how);  // requires mu_
-  Status worker_failed(const std::string& what, bool kill_first);  // requires mu_
+  // Ends the worker and describes it: "<who> <what>", where "%s" in `what` becomes how it
+  // ended; `in_run` adds that a fresh worker will serve the next run. Requires mu_.
+  Status worker_failed(const std::string& what, bool kill_first, bool in_run = true);
   std::string who() const;                     // "worker process 1234 for 'model.onnx'"; requires mu_
 
   std::string binary_;
@@ -76,7 +78,8 @@ class RemoteSession {
   uint64_t model_size_ = 0;
   SessionOptions worker_options_;
   int timeout_ms_ = 60000;
-  ModelInfo info_;
+  ModelInfo info_;  // from the first worker; never changes after create()
+  bool have_info_ = false;
   std::shared_ptr<SharedMemory> shm_ = SharedMemory::create("isolation");
 
   std::mutex mu_;  // serialises runs and guards everything below

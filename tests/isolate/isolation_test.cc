@@ -347,6 +347,29 @@ TEST_F(Isolation, WorkerDeadBetweenRunsIsReplacedWithoutAnError) {
   EXPECT_TRUE(gone(pid));
 }
 
+TEST_F(Isolation, ReplacementWorkerMustFindTheSameModel) {
+  // A fresh worker loads the file again; if it changed, the session's callers would be
+  // validated against the old model: the replacement must refuse to serve.
+  TempDir dir;
+  dir.write("m.onnx", model_text_bytes(kAddModel));
+  auto s = env_.load(dir.file("m.onnx"), process_options());
+  ASSERT_TRUE(s.is_ok()) << s.status().to_string();
+  NamedTensors in = {{"x", random_tensor({1, 4}, 1)}, {"z", random_tensor({1, 4}, 2)}};
+  ASSERT_TRUE(s->run(in).is_ok());
+  dir.write("m.onnx", model_text_bytes(R"(<ir_version: 8, opset_import: ["" : 17]>
+g (float[1,4] x) => (float[1,4] y) { y = Neg(x) })"));
+  int pid = s->worker_pid();
+  ASSERT_EQ(kill(pid, SIGKILL), 0);
+  for (int i = 0; i < 200 && std::filesystem::exists("/proc/" + std::to_string(pid) + "/fd/3"); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  auto r = s->run(in);
+  ASSERT_FALSE(r.is_ok());
+  EXPECT_NE(r.status().message().find("differ from the session's"), std::string::npos) << r.status().message();
+  dir.write("m.onnx", model_text_bytes(kAddModel));
+  auto again = s->run(in);
+  ASSERT_TRUE(again.is_ok()) << again.status().to_string();
+}
+
 TEST_F(Isolation, ConcurrentRunsEachGetTheirOwnOutputs) {
   std::string bytes = model_text_bytes(kLoopModel);
   auto local = env_.load_bytes(bytes, "loop", in_process_options());
