@@ -16,7 +16,8 @@ namespace bulkhead {
 class EnvImpl {
  public:
   EnvImpl();
-  // Opens (or finds open) the device named by `spec` ("cpu", "cpu:0", "vulkan:1").
+  // Opens (or finds open) the device named by `spec`: BACKEND, BACKEND:INDEX or
+  // BACKEND:NAME ("cpu", "cpu:0", "vulkan:1", "faulty:shared-scratch").
   Result<std::shared_ptr<Device>> acquire_device(const std::string& spec);
   Status register_backend(std::shared_ptr<Backend> backend);
   std::vector<std::string> backend_names() const;
