@@ -55,6 +55,30 @@ const ValueInfo* Graph::find_input(const std::string& n) const {
   return nullptr;
 }
 
+namespace {
+bool static_tensor(const ValueInfo* v) {
+  if (!v || v->type != ValueType::kTensor || !v->shape) return false;
+  for (const Dim& d : *v->shape)
+    if (!d.fixed()) return false;
+  return true;
+}
+}  // namespace
+
+bool Graph::all_shapes_static() const {
+  for (const ValueInfo& in : inputs)
+    if (!static_tensor(&in) && !(initializers.count(in.name) && in.type == ValueType::kTensor && !in.shape)) return false;
+  for (const Node& n : nodes) {
+    for (const std::string& o : n.outputs)
+      if (!o.empty() && !static_tensor(info(o))) return false;
+    for (const auto& [name, a] : n.attrs) {
+      if (a.g && !a.g->all_shapes_static()) return false;
+      for (const auto& g : a.graphs)
+        if (g && !g->all_shapes_static()) return false;
+    }
+  }
+  return true;
+}
+
 const ValueInfo* Graph::info(const std::string& n) const {
   if (auto* v = find_input(n)) return v;
   for (auto& v : outputs)

@@ -89,6 +89,14 @@ struct Graph {
 
   const ValueInfo* find_input(const std::string& n) const;
   const ValueInfo* info(const std::string& n) const;  // input, output or intermediate
+
+  // Whether every shape in the graph is known before it runs, from the declared and
+  // inferred types (ir/infer.h, run at import): every tensor input has fixed dims (an
+  // input with a default and no declared shape counts with the default's shape), and
+  // every value a node produces, here and in subgraphs, is a tensor of known rank with
+  // fixed dims. Symbolic dims ("N") are not static; nor are sequences and optionals.
+  // Graph capture and memory planning rely on it.
+  bool all_shapes_static() const;
 };
 
 struct Model {

@@ -47,7 +47,7 @@ Dims broadcast_dims(const Dims& a, const Dims& b) {
 }
 
 Dim mul_dim(const Dim& a, const Dim& b) {
-  if (a.fixed() && b.fixed()) return fixed_dim(a.value * b.value);
+  if (a.fixed() && b.fixed()) return wide_dim(static_cast<__int128>(a.value) * b.value);
   if (a.fixed() && a.value == 1) return b;
   if (b.fixed() && b.value == 1) return a;
   if ((a.fixed() && a.value == 0) || (b.fixed() && b.value == 0)) return fixed_dim(0);
@@ -55,7 +55,7 @@ Dim mul_dim(const Dim& a, const Dim& b) {
 }
 
 Dim add_dim(const Dim& a, const Dim& b) {
-  if (a.fixed() && b.fixed()) return fixed_dim(a.value + b.value);
+  if (a.fixed() && b.fixed()) return wide_dim(static_cast<__int128>(a.value) + b.value);
   if (a.fixed() && a.value == 0) return b;
   if (b.fixed() && b.value == 0) return a;
   return Dim{};
@@ -64,8 +64,7 @@ Dim add_dim(const Dim& a, const Dim& b) {
 std::optional<int64_t> fixed_product(const Dims& d) {
   int64_t p = 1;
   for (const Dim& x : d) {
-    if (!x.fixed()) return std::nullopt;
-    p *= x.value;
+    if (!x.fixed() || __builtin_mul_overflow(p, x.value, &p)) return std::nullopt;
   }
   return p;
 }

@@ -86,7 +86,9 @@ Status rule_reduce(Ctx& c) {
   const Data* d = c.in_data(0);
   if (d && r == 1 && red[0] && d->all_known() && (op == "ReduceProd" || op == "ReduceSum")) {
     int64_t acc = op == "ReduceProd" ? 1 : 0;
-    for (int64_t v : d->ints()) acc = op == "ReduceProd" ? acc * v : acc + v;
+    for (int64_t v : d->ints())
+      if (op == "ReduceProd" ? __builtin_mul_overflow(acc, v, &acc) : __builtin_add_overflow(acc, v, &acc))
+        return Status::ok();
     Data res;
     res.scalar = !keepdims;
     res.v.push_back(Elem::of(acc));
@@ -169,24 +171,24 @@ bool read_window(const Node& n, size_t nsp, std::vector<int64_t> kernel, Window*
 // Output size of one spatial axis of Conv or a pool (as the CPU kernels compute it).
 Dim window_out(const Dim& in, const Window& w, size_t i, bool pool) {
   const size_t nsp = w.kernel.size();
-  const int64_t s = w.strides[i], dk = (w.kernel[i] - 1) * w.dilations[i] + 1;
+  const __int128 s = w.strides[i], dk = static_cast<__int128>(w.kernel[i] - 1) * w.dilations[i] + 1;
   const bool same = w.auto_pad == "SAME_UPPER" || w.auto_pad == "SAME_LOWER";
   if (!in.fixed()) {
     const bool no_pad = w.auto_pad == "VALID" || (w.auto_pad == "NOTSET" && w.pads[i] == 0 && w.pads[i + nsp] == 0);
     if (s == 1 && (same || (dk == 1 && no_pad))) return in;
     return Dim{};
   }
-  const int64_t x = in.value;
-  if (same) return fixed_dim(x == 0 ? 0 : (x + s - 1) / s);
-  const int64_t pb = w.auto_pad == "NOTSET" ? w.pads[i] : 0, pe = w.auto_pad == "NOTSET" ? w.pads[i + nsp] : 0;
-  const int64_t span = x + pb + pe - dk;
+  const __int128 x = in.value;
+  if (same) return wide_dim(x == 0 ? 0 : (x + s - 1) / s);
+  const __int128 pb = w.auto_pad == "NOTSET" ? w.pads[i] : 0, pe = w.auto_pad == "NOTSET" ? w.pads[i + nsp] : 0;
+  const __int128 span = x + pb + pe - dk;
   if (span < 0) return Dim{};
   if (pool && w.ceil_mode && w.auto_pad == "NOTSET") {
-    int64_t out = (span + s - 1) / s + 1;
+    __int128 out = (span + s - 1) / s + 1;
     if ((out - 1) * s >= x + pb) --out;
-    return fixed_dim(out);
+    return wide_dim(out);
   }
-  return fixed_dim(span / s + 1);
+  return wide_dim(span / s + 1);
 }
 
 // Conv-like: X [N, C, spatial...], W [M, C/group, k...] -> [N, M, out...].
@@ -273,11 +275,10 @@ Status rule_conv_transpose(Ctx& c) {
       continue;
     }
     if (!in.fixed()) continue;
-    const int64_t dk = (w.kernel[i] - 1) * w.dilations[i] + 1;
-    const int64_t natural = w.strides[i] * (in.value - 1) + opad[i] + dk;
+    const __int128 dk = static_cast<__int128>(w.kernel[i] - 1) * w.dilations[i] + 1;
+    const __int128 natural = static_cast<__int128>(w.strides[i]) * (in.value - 1) + opad[i] + dk;
     const bool use_pads = w.auto_pad == "NOTSET" || same;
-    const int64_t v = natural - (use_pads ? w.pads[i] + w.pads[i + nsp] : 0);
-    if (v >= 0) o[i + 2] = fixed_dim(v);
+    o[i + 2] = wide_dim(natural - (use_pads ? static_cast<__int128>(w.pads[i]) + w.pads[i + nsp] : 0));
   }
   c.set_shape(0, o);
   return Status::ok();
@@ -332,7 +333,8 @@ Status rule_max_unpool(Ctx& c) {
   for (size_t i = 0; i < nsp; ++i) {
     const Dim& in = (*x)[i + 2];
     o[i + 2] = geometry && in.fixed()
-                   ? fixed_dim((in.value - 1) * w.strides[i] + w.kernel[i] - w.pads[i] - w.pads[i + nsp])
+                   ? wide_dim(static_cast<__int128>(in.value - 1) * w.strides[i] + w.kernel[i] - w.pads[i] -
+                              w.pads[i + nsp])
                    : Dim{};
   }
   c.set_shape(0, o);

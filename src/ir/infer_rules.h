@@ -56,6 +56,11 @@ Dim mul_dim(const Dim& a, const Dim& b);
 Dim add_dim(const Dim& a, const Dim& b);
 // The product of dims as a fixed value, when every dim is fixed.
 std::optional<int64_t> fixed_product(const Dims& d);
+// A size computed in wide arithmetic: fixed when it fits in [0, INT64_MAX], else unknown
+// (absurd attributes must not overflow).
+inline Dim wide_dim(__int128 v) { return v >= 0 && v <= INT64_MAX ? fixed_dim(static_cast<int64_t>(v)) : Dim{}; }
+// A non-negative size from a double, truncated; unknown when not finite or too large.
+inline Dim double_dim(double v) { return v >= 0 && v < 9.0e18 ? fixed_dim(static_cast<int64_t>(v)) : Dim{}; }
 // The product of dims, symbolic when exactly one factor is symbolic and the rest are 1.
 Dim product_dim(Dims::const_iterator b, Dims::const_iterator e);
 // Integer or bool: element types whose values inference follows.

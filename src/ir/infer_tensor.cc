@@ -39,13 +39,14 @@ Dim reshape_remainder(const Dims& in, const Dims& others) {
   int64_t num = 1, den = 1;
   std::multiset<std::string> syms;
   for (const Dim& d : in) {
-    if (d.fixed()) num *= d.value;
-    else if (!d.param.empty()) syms.insert(d.param);
+    if (d.fixed()) {
+      if (__builtin_mul_overflow(num, d.value, &num)) return Dim{};
+    } else if (!d.param.empty()) syms.insert(d.param);
     else return Dim{};
   }
   for (const Dim& d : others) {
     if (d.fixed()) {
-      den *= d.value;
+      if (__builtin_mul_overflow(den, d.value, &den)) return Dim{};
     } else if (!d.param.empty()) {
       auto it = syms.find(d.param);
       if (it == syms.end()) return Dim{};
@@ -268,11 +269,8 @@ Status rule_split(Ctx& c) {
     for (int o = 0; o < n; ++o) sizes[o] = fixed_dim(split[o]);
   } else if (!given && d.fixed() && n > 0) {
     if (c.opset() >= 18 && c.node.has_attr("num_outputs")) {
-      const int64_t chunk = (d.value + n - 1) / n;
-      for (int o = 0; o < n; ++o) {
-        const int64_t size = std::min(chunk, d.value - chunk * o);
-        if (size >= 0) sizes[o] = fixed_dim(size);
-      }
+      const int64_t chunk = d.value / n + (d.value % n != 0 ? 1 : 0);
+      for (int o = 0; o < n; ++o) sizes[o] = wide_dim(std::min<__int128>(chunk, d.value - static_cast<__int128>(chunk) * o));
     } else if (d.value % n == 0) {
       for (int o = 0; o < n; ++o) sizes[o] = fixed_dim(d.value / n);
     }
@@ -288,17 +286,22 @@ Status rule_split(Ctx& c) {
 }
 
 // Elements a Slice keeps of a fixed-size axis.
-int64_t slice_count(int64_t dim, int64_t start, int64_t end, int64_t step) {
-  if (start < 0) start += dim;
-  if (end < 0) end += dim;
-  if (step > 0) {
-    start = std::clamp<int64_t>(start, 0, dim);
-    end = std::clamp<int64_t>(end, 0, dim);
-    return end > start ? (end - start + step - 1) / step : 0;
+// The positions a Slice of one axis of size `dim` visits, clamped as ONNX says.
+struct SliceRange {
+  __int128 start, end, step;
+  int64_t count() const {
+    if (step > 0) return end > start ? static_cast<int64_t>((end - start + step - 1) / step) : 0;
+    return start > end ? static_cast<int64_t>((start - end - step - 1) / -step) : 0;
   }
-  start = std::clamp<int64_t>(start, 0, dim - 1);
-  end = std::clamp<int64_t>(end, -1, dim - 1);
-  return start > end ? (start - end + (-step) - 1) / (-step) : 0;
+};
+
+SliceRange slice_range(int64_t dim, int64_t start, int64_t end, int64_t step) {
+  if (dim <= 0) return {0, 0, 1};
+  __int128 s = start, e = end;
+  if (s < 0) s += dim;
+  if (e < 0) e += dim;
+  if (step > 0) return {std::clamp<__int128>(s, 0, dim), std::clamp<__int128>(e, 0, dim), step};
+  return {std::clamp<__int128>(s, 0, dim - 1), std::clamp<__int128>(e, -1, dim - 1), step};
 }
 
 Status rule_slice(Ctx& c) {
@@ -347,7 +350,7 @@ Status rule_slice(Ctx& c) {
     if (step == 0) {
       out[ax] = Dim{};
     } else if (d.fixed()) {
-      out[ax] = fixed_dim(slice_count(d.value, starts[k], ends[k], step));
+      out[ax] = fixed_dim(slice_range(d.value, starts[k], ends[k], step).count());
     } else if (step == 1 && starts[k] == 0 && ends[k] >= INT32_MAX) {
       out[ax] = d;  // the whole axis
     } else if (step == -1 && starts[k] == -1 && ends[k] <= INT32_MIN) {
@@ -363,19 +366,9 @@ Status rule_slice(Ctx& c) {
     const int64_t n = static_cast<int64_t>(d->v.size());
     const int64_t step = given_st ? steps[0] : 1;
     if (step != 0) {
-      int64_t start = starts[0], end = ends[0];
-      if (start < 0) start += n;
-      if (end < 0) end += n;
+      const SliceRange sr = slice_range(n, starts[0], ends[0], step);
       Data r2;
-      if (step > 0) {
-        start = std::clamp<int64_t>(start, 0, n);
-        end = std::clamp<int64_t>(end, 0, n);
-        for (int64_t i = start; i < end; i += step) r2.v.push_back(d->v[i]);
-      } else {
-        start = std::clamp<int64_t>(start, 0, n - 1);
-        end = std::clamp<int64_t>(end, -1, n - 1);
-        for (int64_t i = start; i > end; i += step) r2.v.push_back(d->v[i]);
-      }
+      for (int64_t k = 0, cnt = sr.count(); k < cnt; ++k) r2.v.push_back(d->v[static_cast<size_t>(sr.start + k * sr.step)]);
       c.set_data(0, std::move(r2));
     }
   }
@@ -504,7 +497,7 @@ Status rule_pad(Ctx& c) {
 Dim scaled_dim(const Dim& d, double s) {
   if (s == 1.0) return d;
   if (!d.fixed() || !(s > 0) || !std::isfinite(s)) return Dim{};
-  return fixed_dim(static_cast<int64_t>(std::floor(s * static_cast<double>(d.value))));
+  return double_dim(std::floor(s * static_cast<double>(d.value)));
 }
 
 Status rule_resize(Ctx& c) {
@@ -546,7 +539,7 @@ Status rule_resize(Ctx& c) {
         double sk = static_cast<double>(sizes[k]) / static_cast<double>(d.value);
         s = policy == "not_larger" ? std::min(s, sk) : std::max(s, sk);
       }
-      for (int ax : axes) out[ax] = fixed_dim(static_cast<int64_t>(s * static_cast<double>((*in)[ax].value) + 0.5));
+      for (int ax : axes) out[ax] = double_dim(s * static_cast<double>((*in)[ax].value) + 0.5);
     }
   } else if (!sizes_given && mode != "tf_crop_and_resize" && c.in_floats(scales_input, &scales) &&
              scales.size() == axes.size() && !scales.empty()) {
@@ -580,7 +573,7 @@ Status rule_depth_to_space(Ctx& c) {
   c.set_type(0, c.in_type(0));
   const Dims* in = c.in_shape(0);
   const int64_t b = c.node.attr_int("blocksize", 0);
-  if (!in || in->size() != 4 || b <= 0) return Status::ok();
+  if (!in || in->size() != 4 || b <= 0 || b > (int64_t{1} << 31)) return Status::ok();
   const bool to_space = c.node.op_type == "DepthToSpace";
   Dims out = *in;
   const Dim& ch = (*in)[1];
@@ -631,7 +624,7 @@ Status rule_one_hot(Ctx& c) {
   if (axis < 0) return Status::ok();
   std::vector<double> depth;
   Dim d;
-  if (c.in_floats(1, &depth) && depth.size() == 1 && depth[0] >= 0) d = fixed_dim(static_cast<int64_t>(depth[0]));
+  if (c.in_floats(1, &depth) && depth.size() == 1) d = double_dim(depth[0]);
   Dims out = *in;
   out.insert(out.begin() + axis, d);
   c.set_shape(0, out);

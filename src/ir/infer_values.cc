@@ -339,11 +339,12 @@ Status rule_range(Ctx& c) {
   if (c.in_ints(0, &s) && c.in_ints(1, &l) && c.in_ints(2, &d) && s.size() == 1 && l.size() == 1 && d.size() == 1 &&
       d[0] != 0) {
     const double n = std::ceil((static_cast<double>(l[0]) - static_cast<double>(s[0])) / static_cast<double>(d[0]));
-    const int64_t count = n > 0 ? static_cast<int64_t>(n) : 0;
-    c.set_shape(0, {fixed_dim(count)});
-    if (count <= static_cast<int64_t>(kMaxDataElems) && is_int_type(t)) {
+    const Dim count = double_dim(n > 0 ? n : 0);
+    c.set_shape(0, {count});
+    if (count.fixed() && count.value <= static_cast<int64_t>(kMaxDataElems) && is_int_type(t)) {
       Data r;
-      for (int64_t i = 0; i < count; ++i) r.v.push_back(Elem::of(s[0] + i * d[0]));
+      for (int64_t i = 0; i < count.value; ++i)
+        r.v.push_back(Elem::of(static_cast<int64_t>(static_cast<uint64_t>(s[0]) + static_cast<uint64_t>(i) * static_cast<uint64_t>(d[0]))));
       c.set_data(0, std::move(r));
     }
     return Status::ok();
@@ -352,7 +353,7 @@ Status rule_range(Ctx& c) {
   if (c.in_floats(0, &fs) && c.in_floats(1, &fl) && c.in_floats(2, &fd) && fs.size() == 1 && fl.size() == 1 &&
       fd.size() == 1 && fd[0] != 0 && std::isfinite(fs[0]) && std::isfinite(fl[0]) && std::isfinite(fd[0])) {
     const double n = std::ceil((fl[0] - fs[0]) / fd[0]);
-    c.set_shape(0, {fixed_dim(n > 0 ? static_cast<int64_t>(n) : 0)});
+    c.set_shape(0, {std::isfinite(n) ? double_dim(n > 0 ? n : 0) : Dim{}});
     return Status::ok();
   }
   c.set_rank(0, 1);

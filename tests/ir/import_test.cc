@@ -194,5 +194,67 @@ TEST(Import, ModelsOfManyIrAndOpsetVersionsLoad) {
   }
 }
 
+// y = Relu(x) + b with b an initializer (listed as a graph input too, as IR 3 requires),
+// at the given IR version and default-domain opset.
+std::string relu_add_model(int64_t ir, int64_t opset) {
+  onnx::ModelProto m;
+  m.set_ir_version(ir);
+  auto* op = m.add_opset_import();
+  op->set_domain("");
+  op->set_version(opset);
+  auto* g = m.mutable_graph();
+  g->set_name("relu_add");
+  auto tensor_type = [](onnx::ValueInfoProto* v, const char* name) {
+    v->set_name(name);
+    auto* t = v->mutable_type()->mutable_tensor_type();
+    t->set_elem_type(onnx::TensorProto::FLOAT);
+    t->mutable_shape()->add_dim()->set_dim_value(3);
+  };
+  tensor_type(g->add_input(), "x");
+  if (ir < 4) tensor_type(g->add_input(), "b");
+  tensor_type(g->add_output(), "y");
+  auto* b = g->add_initializer();
+  b->set_name("b");
+  b->set_data_type(onnx::TensorProto::FLOAT);
+  b->add_dims(3);
+  for (float v : {1.f, 2.f, 3.f}) b->add_float_data(v);
+  auto* relu = g->add_node();
+  relu->set_op_type("Relu");
+  relu->add_input("x");
+  relu->add_output("r");
+  auto* add = g->add_node();
+  add->set_op_type("Add");
+  add->add_input("r");
+  add->add_input("b");
+  add->add_output("y");
+  std::string bytes;
+  m.SerializeToString(&bytes);
+  return bytes;
+}
+
+TEST(Import, IrVersions3To13AndOpsets7To28Load) {
+  Env env;
+  Tensor x = Tensor::from_vector<float>(DataType::kFloat32, {3}, {-1, 5, -2});
+  for (int64_t ir : {3, 13}) {
+    for (int64_t opset : {7, 28}) {
+      const std::string what = "IR " + std::to_string(ir) + ", opset " + std::to_string(opset);
+      std::string bytes = relu_add_model(ir, opset);
+      auto m = ir::load_model_from_bytes(bytes.data(), bytes.size(), "relu_add.onnx", "");
+      ASSERT_TRUE(m.is_ok()) << what << ": " << m.status().to_string();
+      EXPECT_EQ(m->ir_version, ir);
+      EXPECT_EQ(m->opsets.at(""), opset);
+      EXPECT_EQ(m->graph->info("r")->type_string(), "float32[3]") << what;
+      auto s = env.load_bytes(bytes, "relu_add.onnx");
+      ASSERT_TRUE(s.is_ok()) << what << ": " << s.status().to_string();
+      auto out = s->run({{"x", x}});
+      ASSERT_TRUE(out.is_ok()) << what << ": " << out.status().to_string();
+      const float* y = (*out)[0].second.data<float>();
+      EXPECT_EQ(y[0], 1.f);
+      EXPECT_EQ(y[1], 7.f);
+      EXPECT_EQ(y[2], 3.f);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace bulkhead::test

@@ -23,6 +23,7 @@
 
 #include "backends/cpu/cpu_kernels.h"
 #include "backends/cpu/cpu_util.h"
+#include "backends/cpu/kernels/type_check.h"
 
 namespace bulkhead::cpu {
 
@@ -960,11 +961,7 @@ Result<std::unique_ptr<Kernel>> make_conv(const KernelInfo& info, bool transpose
   const ir::Node& n = info.node;
   if (n.inputs.size() < 2 || n.inputs[0].empty() || n.inputs[1].empty())
     return invalid_argument(info.where() + "needs inputs X and W");
-  for (size_t i = 0; i < std::min<size_t>(2, info.input_types.size()); ++i) {
-    DataType t = info.input_types[i];
-    if (t != DataType::kUndefined && t != DataType::kFloat32 && t != DataType::kFloat64 && !is_half(t))
-      return unsupported(info.where() + "unsupported element type " + dtype_name(t));
-  }
+  BH_RETURN_IF_ERROR(check_input_types(info, {0, 1}, {ew::kFloats, true}));
   ConvAttrs a = parse_conv_attrs(n);
   if (a.group < 1) return invalid_argument(info.where() + "group must be positive, got " + std::to_string(a.group));
   std::vector<PostOp> post;

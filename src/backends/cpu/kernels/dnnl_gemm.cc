@@ -14,6 +14,7 @@
 
 #include "backends/cpu/cpu_kernels.h"
 #include "backends/cpu/cpu_util.h"
+#include "backends/cpu/kernels/type_check.h"
 
 namespace bulkhead::cpu {
 
@@ -235,16 +236,10 @@ Status gemm_compute(const GemmAttrs& g, KernelContext& ctx) {
   return Status::ok();
 }
 
+// The element types MatMul and Gemm handle (float16/bfloat16 through float32 copies).
 Status check_types(const KernelInfo& info, size_t n) {
-  for (size_t i = 0; i < std::min(n, info.input_types.size()); ++i) {
-    DataType t = info.input_types[i];
-    switch (t) {
-      case DataType::kUndefined: case DataType::kFloat32: case DataType::kFloat64: case DataType::kInt32:
-      case DataType::kInt64: case DataType::kUInt32: case DataType::kUInt64: case DataType::kFloat16:
-      case DataType::kBFloat16: break;
-      default: return unsupported(info.where() + "unsupported element type " + dtype_name(t));
-    }
-  }
+  for (size_t i = 0; i < n; ++i)
+    BH_RETURN_IF_ERROR(check_input_type(info, i, {ew::kFloats | ew::kI32 | ew::kI64 | ew::kU32 | ew::kU64, true}));
   return Status::ok();
 }
 

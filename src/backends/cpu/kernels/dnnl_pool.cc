@@ -18,6 +18,7 @@
 
 #include "backends/cpu/cpu_kernels.h"
 #include "backends/cpu/cpu_util.h"
+#include "backends/cpu/kernels/type_check.h"
 
 namespace bulkhead::cpu {
 
@@ -310,6 +311,8 @@ Status PoolKernel::compute(KernelContext& ctx) const {
 
 Result<std::unique_ptr<Kernel>> make_pool(const KernelInfo& info, PoolKind kind) {
   const ir::Node& n = info.node;
+  BH_RETURN_IF_ERROR(
+      check_input_type(info, 0, {ew::kFloats | (kind == PoolKind::kMax ? ew::kI8 | ew::kU8 : 0u), false}));
   PoolAttrs a;
   a.kind = kind;
   a.auto_pad = n.attr_string("auto_pad", "NOTSET");
@@ -492,15 +495,18 @@ void register_dnnl_pool_kernels(KernelTable& t) {
   t.add("MaxPool", 1, [](const KernelInfo& info) { return make_pool(info, PoolKind::kMax); });
   t.add("AveragePool", 1, [](const KernelInfo& info) { return make_pool(info, PoolKind::kAvg); });
   t.add("LpPool", 1, [](const KernelInfo& info) { return make_pool(info, PoolKind::kLp); });
-  t.add("GlobalAveragePool", 1, [](const KernelInfo&) -> Result<std::unique_ptr<Kernel>> {
+  t.add("GlobalAveragePool", 1, [](const KernelInfo& info) -> Result<std::unique_ptr<Kernel>> {
+    BH_RETURN_IF_ERROR(check_input_type(info, 0, {ew::kFloats, false}));
     return make_kernel([](KernelContext& ctx) { return global_pool_compute(PoolKind::kAvg, 1.0, ctx); });
   });
-  t.add("GlobalMaxPool", 1, [](const KernelInfo&) -> Result<std::unique_ptr<Kernel>> {
+  t.add("GlobalMaxPool", 1, [](const KernelInfo& info) -> Result<std::unique_ptr<Kernel>> {
+    BH_RETURN_IF_ERROR(check_input_type(info, 0, {ew::kFloats, false}));
     return make_kernel([](KernelContext& ctx) { return global_pool_compute(PoolKind::kMax, 1.0, ctx); });
   });
   t.add("BatchNormalization", 1, [](const KernelInfo& info) -> Result<std::unique_ptr<Kernel>> {
     const ir::Node& n = info.node;
     if (n.inputs.size() < 5) return invalid_argument(info.where() + "needs inputs X, scale, B, input_mean, input_var");
+    BH_RETURN_IF_ERROR(check_input_type(info, 0, {ew::kFloats, false}));
     double eps = n.attr_float("epsilon", 1e-5f);
     double momentum = n.attr_float("momentum", 0.9f);
     bool training = n.attr_int("training_mode", 0) != 0;

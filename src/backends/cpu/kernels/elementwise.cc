@@ -13,6 +13,7 @@
 #include "backends/cpu/cpu_kernels.h"
 #include "backends/cpu/cpu_util.h"
 #include "backends/cpu/kernels/elementwise_dispatch.h"
+#include "backends/cpu/kernels/type_check.h"
 
 namespace bulkhead::cpu {
 
@@ -276,6 +277,7 @@ KernelFactory unary_factory() {
   return [](const KernelInfo& info) -> Result<std::unique_ptr<Kernel>> {
     if (info.node.inputs.empty() || info.node.inputs[0].empty())
       return invalid_model(info.where() + "missing input 0");
+    BH_RETURN_IF_ERROR(check_input_type(info, 0, {Op::kSet, (Op::kSet & kF32) != 0}));
     return std::unique_ptr<Kernel>(new UnaryKernel<Op>(Op(info.node)));
   };
 }
@@ -434,18 +436,22 @@ void register_elementwise_kernels(KernelTable& t) {
     return unary_factory<GeluOp>()(info);
   });
   t.add("Shrink", 9, unary_factory<ShrinkOp>());
-  t.add("IsNaN", 9, [](const KernelInfo&) -> Result<std::unique_ptr<Kernel>> {
+  t.add("IsNaN", 9, [](const KernelInfo& info) -> Result<std::unique_ptr<Kernel>> {
+    BH_RETURN_IF_ERROR(check_input_type(info, 0, {kFloats, true}));
     return std::unique_ptr<Kernel>(new ClassifyKernel(true, false, false));
   });
   t.add("IsInf", 10, [](const KernelInfo& info) -> Result<std::unique_ptr<Kernel>> {
+    BH_RETURN_IF_ERROR(check_input_type(info, 0, {kFloats, true}));
     return std::unique_ptr<Kernel>(new ClassifyKernel(false, info.node.attr_int("detect_negative", 1) != 0,
                                                       info.node.attr_int("detect_positive", 1) != 0));
   });
   t.add("Clip", 1, [](const KernelInfo& info) -> Result<std::unique_ptr<Kernel>> {
+    BH_RETURN_IF_ERROR(check_input_type(info, 0, {kFloats, true}));
     return std::unique_ptr<Kernel>(new ClipKernel(false, info.node.attr_float("min", std::numeric_limits<float>::lowest()),
                                                   info.node.attr_float("max", std::numeric_limits<float>::max())));
   });
   t.add("Clip", 11, [](const KernelInfo& info) -> Result<std::unique_ptr<Kernel>> {
+    BH_RETURN_IF_ERROR(check_input_type(info, 0, {kNumeric, true}));
     return std::unique_ptr<Kernel>(new ClipKernel(true, 0.0f, 0.0f));
   });
   ew::register_binary_kernels(t);

@@ -17,6 +17,7 @@
 #include "backends/cpu/cpu_kernels.h"
 #include "backends/cpu/cpu_util.h"
 #include "backends/cpu/kernels/elementwise_dispatch.h"
+#include "backends/cpu/kernels/type_check.h"
 
 namespace bulkhead::cpu::ew {
 
@@ -433,6 +434,7 @@ KernelFactory binary_factory(Op op = Op{}) {
   return [op](const KernelInfo& info) -> Result<std::unique_ptr<Kernel>> {
     if (info.node.inputs.size() != 2)
       return invalid_model(info.where() + "expects 2 inputs, got " + std::to_string(info.node.inputs.size()));
+    BH_RETURN_IF_ERROR(check_input_types(info, {0, 1}, {Op::kSet, (Op::kSet & kF32) != 0}));
     return std::unique_ptr<Kernel>(new BinaryKernel<Op>(info.node, op));
   };
 }
@@ -665,6 +667,7 @@ template <class Op>
 KernelFactory variadic_factory(bool mean = false) {
   return [mean](const KernelInfo& info) -> Result<std::unique_ptr<Kernel>> {
     if (info.node.inputs.empty()) return invalid_model(info.where() + "needs at least one input");
+    for (size_t i = 0; i < info.node.inputs.size(); ++i) BH_RETURN_IF_ERROR(check_input_type(info, i, {Op::kSet, true}));
     return std::unique_ptr<Kernel>(new VariadicKernel<Op>(mean));
   };
 }
@@ -688,6 +691,8 @@ void register_binary_kernels(KernelTable& t) {
   });
   t.add("Pow", 1, [](const KernelInfo& info) -> Result<std::unique_ptr<Kernel>> {
     if (info.node.inputs.size() != 2) return invalid_model(info.where() + "expects 2 inputs");
+    BH_RETURN_IF_ERROR(check_input_type(info, 0, {kF32 | kF64 | kI32 | kI64, true}));
+    BH_RETURN_IF_ERROR(check_input_type(info, 1, {kNumeric, true}));
     return std::unique_ptr<Kernel>(new PowKernel(info.node));
   });
   t.add("BitShift", 11, [](const KernelInfo& info) -> Result<std::unique_ptr<Kernel>> {
@@ -711,6 +716,7 @@ void register_binary_kernels(KernelTable& t) {
   t.add("Xor", 1, binary_factory<XorOp>());
   t.add("PRelu", 1, [](const KernelInfo& info) -> Result<std::unique_ptr<Kernel>> {
     if (info.node.inputs.size() != 2) return invalid_model(info.where() + "expects 2 inputs");
+    BH_RETURN_IF_ERROR(check_input_types(info, {0, 1}, {PReluOp::kSet, true}));
     return std::unique_ptr<Kernel>(new BinaryKernel<PReluOp>(info.node, PReluOp{}));
   });
   t.add("Max", 1, variadic_factory<MaxOp>());

@@ -15,6 +15,7 @@
 #include "backends/cpu/cpu_kernels.h"
 #include "backends/cpu/cpu_util.h"
 #include "backends/cpu/kernels/reduction_util.h"
+#include "backends/cpu/kernels/type_check.h"
 
 namespace bulkhead::cpu {
 namespace {
@@ -25,6 +26,9 @@ using redutil::is_half;
 using redutil::row_max;
 using redutil::row_sum;
 using redutil::to_float32;
+
+// float32, float64, float16, bfloat16: the softmax family and the normalisations.
+constexpr TypeSupport kFloatTypes{ew::kFloats, true};
 
 int64_t prod_range(const Shape& s, int b, int e) {
   int64_t p = 1;
@@ -249,6 +253,12 @@ class ReduceKernel final : public Kernel {
 KernelFactory reduce_factory(Red op, bool axes_input) {
   return [op, axes_input](const KernelInfo& info) -> Result<std::unique_ptr<Kernel>> {
     const ir::Node& n = info.node;
+    // With noop_with_empty_axes an absent axes input passes any tensor through unchanged.
+    const bool noop = axes_input && n.attr_int("noop_with_empty_axes", 0) != 0;
+    const unsigned bool_ok = op == Red::kMax || op == Red::kMin ? ew::kBoolT : 0u;
+    if (!noop)
+      BH_RETURN_IF_ERROR(check_input_type(
+          info, 0, {ew::kFloats | ew::kI8 | ew::kI32 | ew::kI64 | ew::kU8 | ew::kU32 | ew::kU64 | bool_ok, true}));
     return std::unique_ptr<Kernel>(std::make_unique<ReduceKernel>(
         op, axes_input, axes_input ? std::vector<int64_t>{} : n.attr_ints("axes"), n.attr_int("keepdims", 1) != 0,
         axes_input && n.attr_int("noop_with_empty_axes", 0) != 0));
@@ -345,6 +355,7 @@ class ArgKernel final : public Kernel {
 KernelFactory arg_factory(bool is_max) {
   return [is_max](const KernelInfo& info) -> Result<std::unique_ptr<Kernel>> {
     const ir::Node& n = info.node;
+    BH_RETURN_IF_ERROR(check_input_type(info, 0, {ew::kNumeric, true}));
     return std::unique_ptr<Kernel>(std::make_unique<ArgKernel>(is_max, n.attr_int("axis", 0), n.attr_int("keepdims", 1) != 0,
                                                                n.attr_int("select_last_index", 0) != 0));
   };
@@ -482,6 +493,7 @@ class SoftmaxKernel final : public Kernel {
 
 KernelFactory softmax_factory(Sm kind, bool legacy) {
   return [kind, legacy](const KernelInfo& info) -> Result<std::unique_ptr<Kernel>> {
+    BH_RETURN_IF_ERROR(check_input_type(info, 0, kFloatTypes));
     return std::unique_ptr<Kernel>(
         std::make_unique<SoftmaxKernel>(kind, info.node.attr_int("axis", legacy ? 1 : -1), legacy));
   };
@@ -950,12 +962,14 @@ void register_reduction_kernels(KernelTable& t) {
   t.add("Hardmax", 13, softmax_factory(Sm::kHardmax, false));
 
   t.add("LayerNormalization", 17, [](const KernelInfo& info) -> Result<std::unique_ptr<Kernel>> {
+    BH_RETURN_IF_ERROR(check_input_type(info, 0, kFloatTypes));
     const ir::Node& n = info.node;
     return std::unique_ptr<Kernel>(std::make_unique<LayerNormKernel>(false, n.attr_int("axis", -1),
                                                                      n.attr_float("epsilon", 1e-5f),
                                                                      n.attr_int("stash_type", 1)));
   });
   t.add("RMSNormalization", 23, [](const KernelInfo& info) -> Result<std::unique_ptr<Kernel>> {
+    BH_RETURN_IF_ERROR(check_input_type(info, 0, kFloatTypes));
     const ir::Node& n = info.node;
     return std::unique_ptr<Kernel>(std::make_unique<LayerNormKernel>(true, n.attr_int("axis", -1),
                                                                      n.attr_float("epsilon", 1e-5f),
@@ -965,6 +979,7 @@ void register_reduction_kernels(KernelTable& t) {
     return [per_group](const KernelInfo& info) -> Result<std::unique_ptr<Kernel>> {
       const ir::Node& n = info.node;
       if (!n.has_attr("num_groups")) return invalid_argument(info.where() + "missing required attribute num_groups");
+      BH_RETURN_IF_ERROR(check_input_types(info, {0, 1, 2}, kFloatTypes));
       return std::unique_ptr<Kernel>(std::make_unique<GroupNormKernel>(false, n.attr_int("num_groups", 1),
                                                                        n.attr_float("epsilon", 1e-5f), per_group));
     };
@@ -972,19 +987,23 @@ void register_reduction_kernels(KernelTable& t) {
   t.add("GroupNormalization", 18, group_norm(true));
   t.add("GroupNormalization", 21, group_norm(false));
   t.add("InstanceNormalization", 1, [](const KernelInfo& info) -> Result<std::unique_ptr<Kernel>> {
+    BH_RETURN_IF_ERROR(check_input_types(info, {0, 1, 2}, kFloatTypes));
     return std::unique_ptr<Kernel>(
         std::make_unique<GroupNormKernel>(true, 0, info.node.attr_float("epsilon", 1e-5f), false));
   });
   t.add("LpNormalization", 1, [](const KernelInfo& info) -> Result<std::unique_ptr<Kernel>> {
+    BH_RETURN_IF_ERROR(check_input_type(info, 0, kFloatTypes));
     return std::unique_ptr<Kernel>(
         std::make_unique<LpNormKernel>(info.node.attr_int("axis", -1), info.node.attr_int("p", 2)));
   });
   t.add("MeanVarianceNormalization", 1, [](const KernelInfo& info) -> Result<std::unique_ptr<Kernel>> {
+    BH_RETURN_IF_ERROR(check_input_type(info, 0, kFloatTypes));
     return std::unique_ptr<Kernel>(std::make_unique<MvnKernel>(info.node.attr_ints("axes", {0, 2, 3})));
   });
   t.add("LRN", 1, [](const KernelInfo& info) -> Result<std::unique_ptr<Kernel>> {
     const ir::Node& n = info.node;
     if (!n.has_attr("size")) return invalid_argument(info.where() + "missing required attribute size");
+    BH_RETURN_IF_ERROR(check_input_type(info, 0, kFloatTypes));
     return std::unique_ptr<Kernel>(std::make_unique<LrnKernel>(n.attr_float("alpha", 1e-4f), n.attr_float("beta", 0.75f),
                                                                n.attr_float("bias", 1.0f), n.attr_int("size", 1)));
   });
