@@ -114,11 +114,18 @@ Status rule_arg(Ctx& c) {
 // ---------------------------------------------------------------------------------------
 // Normalisations.
 
+// X, scale, B share one type up to opset 13; from 14 the statistics (input 3, 4 and
+// outputs 1, 2) have their own, and from 15 scale and B too.
 Status rule_batch_norm(Ctx& c) {
-  if (c.opset() < 15) BH_RETURN_IF_ERROR(c.require_same_types({0, 1, 2, 3, 4}));
+  if (c.opset() < 14) {
+    BH_RETURN_IF_ERROR(c.require_same_types({0, 1, 2, 3, 4}));
+  } else {
+    BH_RETURN_IF_ERROR(c.require_same_types(c.opset() < 15 ? std::vector<int>{0, 1, 2} : std::vector<int>{1, 2}));
+    BH_RETURN_IF_ERROR(c.require_same_types({3, 4}));
+  }
   c.same_as_input(0, 0);
   const Dims* in = c.in_shape(0);
-  const DataType stat = c.opset() >= 15 ? c.in_type(3) : c.in_type(0);
+  const DataType stat = c.opset() >= 14 ? c.in_type(3) : c.in_type(0);
   for (int o = 1; o < c.num_outputs(); ++o) {
     c.set_type(o, stat);
     if (in && in->size() >= 2) c.set_shape(o, {(*in)[1]});
@@ -681,7 +688,6 @@ Status rule_nms(Ctx& c) {
 // SwiGLU (opset 28) of a gate `a` and a value `b`: Swish(a) * b.
 Status rule_swiglu(Ctx& c) {
   if (c.num_inputs() != 2) return Status::ok();
-  BH_RETURN_IF_ERROR(c.require_same_types({0, 1}));
   c.set_type(0, c.in_type(0));
   const Dims* a = c.in_shape(0);
   const Dims* b = c.in_shape(1);

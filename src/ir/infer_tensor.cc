@@ -705,12 +705,6 @@ Status rule_scatter(Ctx& c) {
   return same_as_input0(c);
 }
 
-// TensorScatter (opset 24): `update` written into a copy of `past_cache`.
-Status rule_tensor_scatter(Ctx& c) {
-  BH_RETURN_IF_ERROR(c.require_same_types({0, 1}));
-  return same_as_input0(c);
-}
-
 }  // namespace
 
 void add_tensor_rules(RuleTable& t) {
@@ -742,7 +736,7 @@ void add_tensor_rules(RuleTable& t) {
   t["Scatter"] = rule_scatter;
   t["ScatterElements"] = rule_scatter;
   t["ScatterND"] = rule_scatter;
-  t["TensorScatter"] = rule_tensor_scatter;
+  t["TensorScatter"] = same_as_input0;  // opset 24: `update` written into a copy of `past_cache`
   for (const char* op : {"Trilu", "ReverseSequence", "CumSum", "CumProd"}) t[op] = same_as_input0;
 }
 

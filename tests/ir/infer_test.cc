@@ -309,6 +309,13 @@ TEST(Infer, MismatchedInputTypesAreAnInvalidModel) {
   auto w = load_text(model("g (int64[2] c, float[2] a, float[2] b) => (y) { y = Where(c, a, b) }"));
   ASSERT_FALSE(w.is_ok());
   EXPECT_NE(w.status().message().find("(Where)"), std::string::npos) << w.status().message();
+  // BatchNormalization's statistics may have their own type from opset 14, not before.
+  const std::string bn = R"(g (float16[1,2,3] x, float16[2] s, float16[2] b, float[2] m, float[2] v) => (y) {
+    y = BatchNormalization(x, s, b, m, v) })";
+  EXPECT_TRUE(load_text(model(bn, 14)).is_ok());
+  auto bn9 = load_text(model(bn, 9));
+  ASSERT_FALSE(bn9.is_ok());
+  EXPECT_NE(bn9.status().message().find("float16 and float32"), std::string::npos) << bn9.status().message();
 }
 
 TEST(Infer, SubgraphsSeeEnclosingValues) {
@@ -423,6 +430,19 @@ TEST(Infer, UnsupportedTypeFailsAtLoad) {
   const std::string msg = s.status().message();
   EXPECT_NE(msg.find("(Sigmoid)"), std::string::npos) << msg;
   EXPECT_NE(msg.find("input type int32 is not supported"), std::string::npos) << msg;
+  // From two subgraphs down, reading the enclosing graph's value.
+  auto nested = env.load_bytes(model_text_bytes(model(R"(g (bool b, float[2] x) => (y) {
+    c = Cast<to = 6>(x)
+    y = If (b) <
+      then_branch = t () => (o) {
+        o = If (b) < then_branch = t2 () => (p) { p = Sigmoid(c) }, else_branch = e2 () => (q) { q = Identity(c) } >
+      },
+      else_branch = e () => (r) { r = Identity(c) }
+    >
+  })")), "nested.onnx");
+  ASSERT_FALSE(nested.is_ok());
+  EXPECT_NE(nested.status().message().find("(Sigmoid): input type int32 is not supported"), std::string::npos)
+      << nested.status().message();
   // The same node on a supported type loads and runs.
   auto ok = env.load_bytes(model_text_bytes(model("g (float[2] x) => (y) { c = Cast<to = 11>(x) y = Sigmoid(c) }")),
                            "t.onnx");
