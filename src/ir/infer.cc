@@ -260,7 +260,6 @@ Status infer_graph(Graph& g, const Scope* parent, int64_t ir_version) {
   // Outputs that are inputs, initializers or outer values.
   for (ValueInfo& o : g.outputs) {
     if (const ValueInfo* t = s.type(o.name)) {
-      if (&o == t) continue;
       auto merged = merge_declared(&o, *t, nullptr, o.name);
       if (merged.is_ok()) o = std::move(merged).value();
     }
@@ -311,20 +310,19 @@ bool Ctx::in_ints(int i, std::vector<int64_t>* v) const {
 
 bool Ctx::in_floats(int i, std::vector<double>* v) const {
   const Tensor* t = in_const(i);
-  if (t && t->rank() <= 1 && t->numel() <= static_cast<int64_t>(kMaxDataElems) && (t->numel() == 0 || t->raw())) {
+  if (t && dtype_is_float(t->dtype()) && t->rank() <= 1 && t->numel() <= static_cast<int64_t>(kMaxDataElems) &&
+      (t->numel() == 0 || t->raw())) {
     v->clear();
     for (int64_t k = 0; k < t->numel(); ++k) {
       switch (t->dtype()) {
         case DataType::kFloat32: v->push_back(t->data<float>()[k]); break;
         case DataType::kFloat64: v->push_back(t->data<double>()[k]); break;
         case DataType::kFloat16: v->push_back(half_to_float(t->data<uint16_t>()[k])); break;
-        case DataType::kBFloat16: v->push_back(bfloat16_to_float(t->data<uint16_t>()[k])); break;
-        default: goto ints;
+        default: v->push_back(bfloat16_to_float(t->data<uint16_t>()[k])); break;
       }
     }
     return true;
   }
-ints:
   std::vector<int64_t> iv;
   if (!in_ints(i, &iv)) return false;
   v->assign(iv.begin(), iv.end());
