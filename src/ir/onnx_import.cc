@@ -80,27 +80,42 @@ Result<Tensor> convert_tensor(const onnx::TensorProto& t, const std::string& bas
     return unsupported(what + " has element type " + std::to_string(t.data_type()) + ", which bulkhead does not support");
   DataType dt = static_cast<DataType>(t.data_type());
   Shape shape(t.dims().begin(), t.dims().end());
-  for (int64_t d : shape)
+  // The dimensions come from the file: bound them before anything is allocated (a
+  // corrupt file must give an error, not an allocation failure).
+  int64_t n = 1;
+  for (int64_t d : shape) {
     if (d < 0) return invalid_model(what + " has a negative dimension");
-  int64_t n = shape_numel(shape);
+    if (d != 0 && n > (int64_t{1} << 40) / d)
+      return invalid_model(what + " has dimensions " + shape_to_string(shape) + ": too many elements (corrupt file?)");
+    n *= d;
+  }
   if (dt == DataType::kString) {
-    Tensor out = Tensor::host(dt, shape);
     if (t.string_data_size() != n) return invalid_model(what + ": expected " + std::to_string(n) + " strings, found " + std::to_string(t.string_data_size()));
+    Tensor out = Tensor::host(dt, shape);
     for (int64_t i = 0; i < n; ++i) out.strings()[i] = t.string_data(static_cast<int>(i));
     return out;
   }
   size_t esz = dtype_size(dt);
   size_t nbytes = static_cast<size_t>(n) * esz;
-  Tensor out = Tensor::host(dt, shape);
-  char* dst = static_cast<char*>(out.raw());
+  Tensor out;
+  char* dst = nullptr;
+  // Allocates only once the file is known to hold the bytes the dimensions promise.
+  auto allocate = [&] {
+    out = Tensor::host(dt, shape);
+    dst = static_cast<char*>(out.raw());
+  };
 
   if (t.data_location() == onnx::TensorProto::EXTERNAL) {
     std::string location;
     int64_t offset = 0, length = -1;
     for (const auto& kv : t.external_data()) {
       if (kv.key() == "location") location = kv.value();
-      else if (kv.key() == "offset") offset = std::stoll(kv.value());
-      else if (kv.key() == "length") length = std::stoll(kv.value());
+      else if (kv.key() == "offset" || kv.key() == "length") {
+        char* end = nullptr;
+        long long v = std::strtoll(kv.value().c_str(), &end, 10);
+        if (kv.value().empty() || *end || v < 0) return invalid_model(what + ": bad external data " + kv.key() + " '" + kv.value() + "'");
+        (kv.key() == "offset" ? offset : length) = v;
+      }
     }
     if (location.empty()) return invalid_model(what + " has external data without a location");
     if (location.find("..") != std::string::npos || (!location.empty() && location[0] == '/'))
@@ -115,6 +130,7 @@ Result<Tensor> convert_tensor(const onnx::TensorProto& t, const std::string& bas
     if (static_cast<size_t>(length) != nbytes || offset + length > fsize)
       return invalid_model(what + ": external data in '" + path + "' has " + std::to_string(length) + " bytes at offset " +
                            std::to_string(offset) + ", expected " + std::to_string(nbytes));
+    allocate();
     f.seekg(offset);
     f.read(dst, static_cast<std::streamsize>(nbytes));
     if (!f) return invalid_model(what + ": short read from '" + path + "'");
@@ -123,6 +139,7 @@ Result<Tensor> convert_tensor(const onnx::TensorProto& t, const std::string& bas
   if (t.has_raw_data()) {
     if (t.raw_data().size() != nbytes)
       return invalid_model(what + ": raw data has " + std::to_string(t.raw_data().size()) + " bytes, expected " + std::to_string(nbytes));
+    allocate();
     if (nbytes) std::memcpy(dst, t.raw_data().data(), nbytes);
     return out;
   }
@@ -131,6 +148,11 @@ Result<Tensor> convert_tensor(const onnx::TensorProto& t, const std::string& bas
       return invalid_model(what + ": expected " + std::to_string(n) + " values, found " + std::to_string(count));
     return Status::ok();
   };
+  const int64_t typed_values = int64_t{t.float_data_size()} + t.double_data_size() + t.int64_data_size() +
+                               t.uint64_data_size() + t.int32_data_size();
+  if (n > typed_values)
+    return invalid_model(what + ": expected " + std::to_string(n) + " values, found " + std::to_string(typed_values));
+  allocate();
   switch (dt) {
     case DataType::kFloat32:
       BH_RETURN_IF_ERROR(check(t.float_data_size()));

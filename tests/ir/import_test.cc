@@ -258,3 +258,42 @@ TEST(Import, IrVersions3To13AndOpsets7To28Load) {
 
 }  // namespace
 }  // namespace bulkhead::test
+
+namespace bulkhead::test {
+namespace {
+
+// Dimensions come from the file: a corrupt tensor file must be an error line, never an
+// allocation failure that aborts the process.
+TEST(Import, CorruptTensorDimensionsAreErrorsNotCrashes) {
+  TempDir dir;
+  auto write = [&](const std::string& name, const onnx::TensorProto& t) {
+    std::string bytes;
+    t.SerializeToString(&bytes);
+    dir.write(name, bytes);
+    return dir.file(name);
+  };
+  onnx::TensorProto huge;
+  huge.set_name("huge");
+  huge.set_data_type(onnx::TensorProto::FLOAT);
+  for (int i = 0; i < 4; ++i) huge.add_dims(int64_t{1} << 20);  // 2^80 elements
+  auto r = ir::load_value_pb(write("huge.pb", huge), 't');
+  ASSERT_FALSE(r.is_ok());
+  EXPECT_NE(r.status().message().find("too many elements"), std::string::npos) << r.status().message();
+
+  onnx::TensorProto big;  // 2^36 floats promised, none given
+  big.set_name("big");
+  big.set_data_type(onnx::TensorProto::FLOAT);
+  big.add_dims(int64_t{1} << 18);
+  big.add_dims(int64_t{1} << 18);
+  r = ir::load_value_pb(write("big.pb", big), 't');
+  ASSERT_FALSE(r.is_ok());
+  EXPECT_NE(r.status().message().find("expected 68719476736 values, found 0"), std::string::npos) << r.status().message();
+
+  big.set_raw_data(std::string(16, '\0'));
+  r = ir::load_value_pb(write("bigraw.pb", big), 't');
+  ASSERT_FALSE(r.is_ok());
+  EXPECT_NE(r.status().message().find("raw data has 16 bytes"), std::string::npos) << r.status().message();
+}
+
+}  // namespace
+}  // namespace bulkhead::test
