@@ -235,6 +235,22 @@ struct Checker {
     return r;
   }
 
+  // A schedule that works on F and G sessions opened together in a fresh Env; earlier
+  // outputs are re-hashed once at the end (its steps may run concurrently).
+  ScheduleResult with_pair(const std::string& name,
+                           const std::function<Status(ScheduleResult&, const Session&, const Session&)>& body) {
+    ScheduleResult r;
+    r.name = name;
+    r.description = schedule_description(name);
+    Env env;
+    auto f = open(env, opt.front, dev_opts);
+    auto g = open(env, back(), dev_opts);
+    Status st = !f.is_ok() ? f.status() : !g.is_ok() ? g.status() : body(r, *f, *g);
+    if (!st.is_ok()) r.error = st.message();
+    rehash(r.steps, r.steps.size(), nullptr);
+    return r;
+  }
+
   ScheduleResult run_schedule(const std::string& name) {
     const SessionOptions& o = dev_opts;
     if (name == "front_only")
@@ -308,24 +324,14 @@ struct Checker {
         }
         return Status::ok();
       });
-    if (name == "threads") {
-      ScheduleResult r;
-      r.name = name;
-      r.description = schedule_description(name);
-      Env env;
-      auto f = open(env, opt.front, o);
-      auto g = open(env, back(), o);
-      if (!f.is_ok() || !g.is_ok()) {
-        r.error = (!f.is_ok() ? f.status() : g.status()).message();
-        return r;
-      }
-      std::mutex mu;
+    if (name == "threads")
+      return with_pair(name, [&](ScheduleResult& r, const Session& f, const Session& g) {
       std::vector<std::vector<StepResult>> per(4);
       std::vector<std::thread> ts;
       for (int t = 0; t < 4; ++t)
         ts.emplace_back([&, t] {
           char role = t < 2 ? 'F' : 'G';
-          const Session& s = role == 'F' ? *f : *g;
+          const Session& s = role == 'F' ? f : g;
           for (int i = 0; i < opt.thread_iterations; ++i) {
             int v = (t + i) % 2;
             per[t].push_back(run_step(s, role, v, std::string(1, role) + "@t" + std::to_string(t) + "#" + std::to_string(i + 1)));
@@ -335,23 +341,13 @@ struct Checker {
       // Interleave by iteration so the table reads in rough time order.
       for (int i = 0; i < opt.thread_iterations; ++i)
         for (int t = 0; t < 4; ++t) r.steps.push_back(std::move(per[t][i]));
-      rehash(r.steps, r.steps.size(), nullptr);
-      return r;
-    }
-    if (name == "pipeline") {
-      ScheduleResult r;
-      r.name = name;
-      r.description = schedule_description(name);
-      Env env;
-      auto f = open(env, opt.front, o);
-      auto g = open(env, back(), o);
-      if (!f.is_ok() || !g.is_ok()) {
-        r.error = (!f.is_ok() ? f.status() : g.status()).message();
-        return r;
-      }
+      return Status::ok();
+      });
+    if (name == "pipeline")
+      return with_pair(name, [&](ScheduleResult& r, const Session& f, const Session& g) -> Status {
       for (int k = 0; k < 2; ++k) {
         int v = k % 2;
-        StepResult st = run_step(*f, 'F', v, "F" + std::to_string(k + 1));
+        StepResult st = run_step(f, 'F', v, "F" + std::to_string(k + 1));
         StepResult p;
         p.label = "F" + std::to_string(k + 1) + "→G";
         p.role = 'P';
@@ -361,21 +357,16 @@ struct Checker {
           r.steps.push_back(std::move(p));
           continue;
         }
-        auto fed = feed_back(g_inputs, st.raw);
-        if (!fed.is_ok()) {
-          r.error = fed.status().message();
-          return r;
-        }
+        BH_ASSIGN_OR_RETURN(auto fed, feed_back(g_inputs, st.raw));
         auto saved = g_in[v];
-        g_in[v] = *fed;  // G reads what F produced on the device
-        StepResult gs = run_step(*g, 'G', v, p.label);
+        g_in[v] = std::move(fed);  // G reads what F produced on the device
+        StepResult gs = run_step(g, 'G', v, p.label);
         g_in[v] = std::move(saved);
         gs.role = 'P';
         r.steps.push_back(std::move(gs));
       }
-      rehash(r.steps, r.steps.size(), nullptr);
-      return r;
-    }
+      return Status::ok();
+      });
     ScheduleResult r;
     r.name = name;
     r.error = "unknown schedule '" + name + "'";
