@@ -311,10 +311,10 @@ struct Checker {
       });
     if (name == "cross_process")
       return sequential(name, [&](auto step) -> Status {
-        std::string spec = "devices=" + join(opt.devices) + ";threads=" + std::to_string(opt.threads) +
-                           ";isolation=process;worker_timeout_ms=" + std::to_string(opt.worker_timeout_ms);
-        if (!opt.worker_binary.empty()) spec += ";worker_binary=" + opt.worker_binary;
-        BH_ASSIGN_OR_RETURN(SessionOptions po, SessionOptions::parse(spec));
+        SessionOptions po = o;
+        po.isolation = "process";
+        po.worker_binary = opt.worker_binary;
+        po.worker_timeout_ms = opt.worker_timeout_ms;
         Env env;
         BH_ASSIGN_OR_RETURN(Session f, open(env, opt.front, po));
         BH_ASSIGN_OR_RETURN(Session g, open(env, back(), po));
