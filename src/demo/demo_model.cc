@@ -98,18 +98,21 @@ std::string serialize(const onnx::ModelProto& m) {
 
 }  // namespace
 
-Result<std::string> pipeline_front_bytes() {
-  BH_ASSIGN_OR_RETURN(auto model, parse(kPipelineFront));
-  auto* g = model.mutable_graph();
-  add_weight(*g, "fw1", {8, 3, 3, 3}, 0.3f, 1.1f);
-  add_weight(*g, "fb1", {8}, 0.05f, 1.2f);
-  add_weight(*g, "fw2", {8, 8, 3, 3}, 0.2f, 1.3f);
-  add_weight(*g, "fb2", {8}, 0.05f, 1.4f);
-  add_weight(*g, "fw3", {8, 8, 3, 3}, 0.2f, 1.5f);
-  add_weight(*g, "fb3", {8}, 0.05f, 1.6f);
-  add_weight(*g, "fw4", {8, 8, 3, 3}, 0.2f, 1.7f);
-  add_weight(*g, "fb4", {8}, 0.05f, 1.8f);
+Result<std::string> model_with_weights(const std::string& text, const std::vector<Weight>& weights) {
+  BH_ASSIGN_OR_RETURN(auto model, parse(text.c_str()));
+  for (const auto& w : weights) add_weight(*model.mutable_graph(), w.name, w.dims, w.scale, w.phase);
   return serialize(model);
+}
+
+Result<std::string> pipeline_front_bytes() {
+  return model_with_weights(kPipelineFront, {{"fw1", {8, 3, 3, 3}, 0.3f, 1.1f},
+                                             {"fb1", {8}, 0.05f, 1.2f},
+                                             {"fw2", {8, 8, 3, 3}, 0.2f, 1.3f},
+                                             {"fb2", {8}, 0.05f, 1.4f},
+                                             {"fw3", {8, 8, 3, 3}, 0.2f, 1.5f},
+                                             {"fb3", {8}, 0.05f, 1.6f},
+                                             {"fw4", {8, 8, 3, 3}, 0.2f, 1.7f},
+                                             {"fb4", {8}, 0.05f, 1.8f}});
 }
 
 Result<std::string> pipeline_back_bytes() {

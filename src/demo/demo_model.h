@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "bulkhead/status.h"
 #include "bulkhead/tensor.h"
@@ -18,6 +19,14 @@ Result<std::string> pipeline_front_bytes();
 Result<std::string> pipeline_back_bytes();
 // A deterministic input image; different phases give different images.
 Tensor classifier_image(float phase);
+// A deterministic float32 initializer: element i is scale * sin(0.37 i + phase).
+struct Weight {
+  std::string name;
+  std::vector<int64_t> dims;
+  float scale = 1, phase = 0;
+};
+// Serialized ModelProto of an ONNX text-format model with these initializers added.
+Result<std::string> model_with_weights(const std::string& text, const std::vector<Weight>& weights);
 // Serialized ModelProto of an ONNX text-format model.
 Result<std::string> model_from_text(const std::string& text);
 

@@ -11,8 +11,6 @@
 #include "backend/backend.h"
 #include "backends/faulty/dropped_dependency.h"
 #include "backends/faulty/faulty_backend.h"
-#include "onnx/defs/parser.h"
-#include "onnx/onnx_pb.h"
 #include "session/env_impl.h"
 #include "support/test_util.h"
 
@@ -44,26 +42,10 @@ back (float[1,8,8,8] main, float[1,4] code) => (float[1,4] out) {
   out = Add (m, code)
 })";
 
-void add_weight(onnx::GraphProto& g, const std::string& name, std::vector<int64_t> dims, float scale, float phase) {
-  auto* t = g.add_initializer();
-  t->set_name(name);
-  t->set_data_type(onnx::TensorProto::FLOAT);
-  int64_t n = 1;
-  for (auto d : dims) {
-    t->add_dims(d);
-    n *= d;
-  }
-  for (int64_t i = 0; i < n; ++i) t->add_float_data(scale * std::sin(0.37f * static_cast<float>(i) + phase));
-}
-
-std::string with_weights(const char* text, const std::vector<std::tuple<std::string, std::vector<int64_t>, float, float>>& ws) {
-  onnx::ModelProto model;
-  auto st = onnx::OnnxParser::Parse(model, text);
-  if (!st.IsOK()) throw std::runtime_error(st.ErrorMessage());
-  for (auto& [name, dims, scale, phase] : ws) add_weight(*model.mutable_graph(), name, dims, scale, phase);
-  std::string bytes;
-  model.SerializeToString(&bytes);
-  return bytes;
+std::string with_weights(const char* text, const std::vector<demo::Weight>& ws) {
+  auto bytes = demo::model_with_weights(text, ws);
+  if (!bytes.is_ok()) throw std::runtime_error(bytes.status().message());
+  return *bytes;
 }
 
 const std::string& front_model() {
