@@ -1,13 +1,23 @@
 // isolation_bench: what process isolation (SessionOptions::isolation = "process") costs.
 //   1. per-call overhead on a tiny model (Add of two float32[1,4]): median latency of
 //      many runs in-process and in a worker process;
-//   2. the hand-off cost per MiB: an Identity model on float32 inputs of 1, 16 and 64 MiB
-//      (in-process, Identity's output is a copy of the input; in a worker the input is
-//      copied into shared memory and the output copied back out of it).
-// Both sessions run in this process, one after the other, on 1 intra-op thread.
+//   2. the hand-off cost per MiB, each direction on its own:
+//      - inputs: `Shape(x)` of a float32 x of 1, 4, 16 and 64 MiB — the model never
+//        touches x's bytes, so in a worker the extra time is the copy of x into shared
+//        memory and the request;
+//      - outputs: `ConstantOfShape(n)` making 1–64 MiB of float32 — both sessions fill
+//        the tensor, and a worker's extra time is the copy of it into shared memory and
+//        the reply.
+//      extra/MiB is (process − in-process) / MiB; GB/s is the copy rate that implies.
+// Both sessions run in this process, one after the other, on 1 intra-op thread. This
+// process and the workers run with glibc's mmap threshold raised (GLIBC_TUNABLES), so a
+// 64 MiB tensor freed by one run is reused by the next in both instead of coming back as
+// fresh pages (a page fault per 4 KiB, which would swamp the copy being measured).
 //
 //   isolation_bench [--calls N] [--big-calls N] [--worker PATH]
 #include <algorithm>
+#include <malloc.h>
+
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -82,6 +92,10 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "isolation_bench: error: --calls and --big-calls must be at least 1\n");
     return 2;
   }
+  // See the header: freed large tensors are reused, here and in the workers.
+  setenv("GLIBC_TUNABLES", "glibc.malloc.mmap_threshold=1073741824:glibc.malloc.trim_threshold=4294967296", 1);
+  mallopt(M_MMAP_THRESHOLD, 1 << 30);
+  mallopt(M_TRIM_THRESHOLD, -1);
   Env env;
 
   const char* tiny = R"(<ir_version: 8, opset_import: ["" : 17]>
@@ -94,20 +108,38 @@ g (float[1,4] x, float[1,4] z) => (float[1,4] y) { y = Add(x, z) })";
   std::printf("  %-12s %10s %10s %10s\n", "", "in-process", "process", "overhead");
   std::printf("  %-12s %8.1f us %8.1f us %8.1f us\n\n", "per call", t_in * 1e3, t_proc * 1e3, (t_proc - t_in) * 1e3);
 
-  const char* identity = R"(<ir_version: 8, opset_import: ["" : 17]>
-g (float[N] x) => (float[N] y) { y = Identity(x) })";
-  Session local = load(env, identity, "identity", false, worker);
-  Session remote = load(env, identity, "identity", true, worker);
-  std::printf("hand-off cost, Identity model, median of %d runs\n", big_calls);
-  std::printf("  %-8s %12s %12s %12s %12s\n", "input", "in-process", "process", "extra", "extra/MiB");
-  for (int mib : {1, 16, 64}) {
-    const int64_t n = int64_t{mib} * 1024 * 1024 / 4;
-    Tensor x = Tensor::host(DataType::kFloat32, {n});
-    for (int64_t i = 0; i < n; ++i) x.data<float>()[i] = static_cast<float>(i % 1000);
-    NamedTensors in = {{"x", x}};
-    double a = time_runs(local, in, big_calls, 2);
-    double b = time_runs(remote, in, big_calls, 2);
-    std::printf("  %4d MiB %9.3f ms %9.3f ms %9.3f ms %9.3f ms\n", mib, a, b, b - a, (b - a) / mib);
+  const char* shape_of = R"(<ir_version: 8, opset_import: ["" : 17]>
+g (float[N] x) => (int64[1] y) { y = Shape(x) })";
+  const char* constant_of = R"(<ir_version: 8, opset_import: ["" : 17]>
+g (int64[1] n) => (float[N] y) { y = ConstantOfShape <value = float[1] {1.5}> (n) })";
+  struct Direction {
+    const char* title;
+    const char* model;
+    bool input;
+  };
+  std::printf("hand-off cost per direction, median of %d runs\n", big_calls);
+  for (const Direction& d : {Direction{"inputs (Shape of x)", shape_of, true},
+                             Direction{"outputs (ConstantOfShape)", constant_of, false}}) {
+    Session local = load(env, d.model, "handoff", false, worker);
+    Session remote = load(env, d.model, "handoff", true, worker);
+    std::printf("  %s\n  %-8s %12s %12s %12s %12s %10s\n", d.title, "size", "in-process", "process", "extra",
+                "extra/MiB", "copy rate");
+    for (int mib : {1, 4, 16, 64}) {
+      const int64_t n = int64_t{mib} * 1024 * 1024 / 4;
+      NamedTensors in;
+      if (d.input) {
+        Tensor x = Tensor::host(DataType::kFloat32, {n});
+        for (int64_t i = 0; i < n; ++i) x.data<float>()[i] = static_cast<float>(i % 1000);
+        in = {{"x", x}};
+      } else {
+        in = {{"n", Tensor::from_vector<int64_t>(DataType::kInt64, {1}, {n})}};
+      }
+      double a = time_runs(local, in, big_calls, 3);
+      double b = time_runs(remote, in, big_calls, 3);
+      const double per_mib = (b - a) / mib;
+      std::printf("  %4d MiB %9.3f ms %9.3f ms %9.3f ms %9.3f ms %7.1f GB/s\n", mib, a, b, b - a, per_mib,
+                  per_mib > 0 ? 1.048576 / per_mib : 0.0);
+    }
   }
   return 0;
 }

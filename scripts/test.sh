@@ -3,7 +3,7 @@
 #   1. the release build: unit, concurrency, CLI, real-model and conformance tests;
 #   2. the unit tests again under AddressSanitizer + UndefinedBehaviorSanitizer
 #      (LeakSanitizer included);
-#   3. the concurrency tests under ThreadSanitizer.
+#   3. the concurrency and process-isolation tests under ThreadSanitizer.
 # Needs ../shared beside the repository (or BULKHEAD_SHARED=<path>).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -29,10 +29,10 @@ cmake --build build-asan -j "$jobs" --target memory_test import_test infer_test 
 (cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --output-on-failure -L unit)
 
-step "TSan build: concurrency tests"
+step "TSan build: concurrency and isolation tests"
 cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBULKHEAD_SANITIZE=thread \
   -DBULKHEAD_SHARED_DIR="$shared" >/dev/null
-cmake --build build-tsan -j "$jobs" --target concurrency_test
-(cd build-tsan && TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" ctest --output-on-failure -L concurrency)
+cmake --build build-tsan -j "$jobs" --target concurrency_test isolation_test bulkhead
+(cd build-tsan && TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" ctest --output-on-failure -L 'concurrency|isolation')
 
 step "all test stages passed"

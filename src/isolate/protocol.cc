@@ -146,6 +146,9 @@ std::string encode(const RunRequest& q) {
   w.u64(q.region_bytes);
   w.u64(q.region_id);
   w.str(q.values);
+  w.u64(q.output_region);
+  w.u32(static_cast<uint32_t>(q.forget_regions.size()));
+  for (uint64_t id : q.forget_regions) w.u64(id);
   return w.take();
 }
 
@@ -157,6 +160,9 @@ Result<RunRequest> decode_run_request(const std::string& payload) {
   q.region_bytes = r.u64();
   q.region_id = r.u64();
   q.values = r.str();
+  q.output_region = r.u64();
+  q.forget_regions.resize(r.count(8));
+  for (uint64_t& id : q.forget_regions) id = r.u64();
   if (!r.ok() || !r.at_end()) return malformed("run");
   return q;
 }
@@ -164,6 +170,7 @@ Result<RunRequest> decode_run_request(const std::string& payload) {
 std::string encode(const RunReply& a) {
   Writer w;
   w.u64(a.region_bytes);
+  w.u64(a.region_id);
   w.str(a.values);
   w.u32(static_cast<uint32_t>(a.profile.size()));
   for (auto& p : a.profile) {
@@ -179,6 +186,7 @@ Result<RunReply> decode_run_reply(const std::string& payload) {
   Reader r(payload);
   RunReply a;
   a.region_bytes = r.u64();
+  a.region_id = r.u64();
   a.values = r.str();
   a.profile.resize(r.count(32));
   for (auto& p : a.profile) {

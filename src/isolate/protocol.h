@@ -3,12 +3,15 @@
 //   supervisor                                worker
 //   kLoad  {model, options} [+ model memfd] → builds an in-process Session
 //                                           ← kReady {inputs, outputs, placement} | kLoadFailed {status}
-//   kRun#id {inputs, outputs wanted} [+ region] → runs it
-//                                           ← kRunDone#id {outputs} [+ region] | kRunFailed#id {status}
+//   kRun#id {inputs, outputs wanted, output region offered} [+ input region]
+//                                           → runs it
+//                                           ← kRunDone#id {outputs, their region} [+ new output region]
+//                                             | kRunFailed#id {status}
 //
 // Every run carries its id and the reply must carry the same one. Tensors travel in
-// sealed shared-memory regions (value_transfer.h); these messages hold only their
-// descriptors. Decoders validate everything they read: a malformed message is an error,
+// shared-memory regions both sides keep mapped (value_transfer.h, output_regions.h);
+// these messages hold only their descriptors, and a region's memfd travels once, with
+// the first message that uses it. Decoders validate everything they read: a malformed message is an error,
 // never a crash. Value types; thread-compatible.
 #pragma once
 
@@ -22,7 +25,7 @@
 namespace bulkhead::isolate {
 
 // Bumped whenever a message changes; a worker of another version refuses to load.
-constexpr uint32_t kProtocolVersion = 1;
+constexpr uint32_t kProtocolVersion = 2;
 
 enum MessageType : uint32_t {
   kLoad = 1,
@@ -56,13 +59,21 @@ struct RunRequest {
   uint64_t region_bytes = 0;         // bytes of inputs in the region (0: no region)
   // The supervisor's reusable input region (value_transfer.h ReusableRegion) these
   // inputs are in; its memfd comes with the message the first time a worker sees it.
-  // 0: a fresh sealed region, which always comes with the message.
+  // 0 when region_bytes is 0.
   uint64_t region_id = 0;
   std::string values;                // value_transfer descriptors of the inputs
+  // The worker's output region (an id from an earlier reply) that the outputs may be
+  // written into, if they fit: no output Tensor views it any more. 0: none.
+  uint64_t output_region = 0;
+  // Output regions the supervisor has unmapped: the worker unmaps them too.
+  std::vector<uint64_t> forget_regions;
 };
 
 struct RunReply {
   uint64_t region_bytes = 0;
+  // The output region holding them: the one offered, or a new one (id never used before
+  // by this worker) whose memfd comes with the reply. 0 when region_bytes is 0.
+  uint64_t region_id = 0;
   std::string values;                // value_transfer descriptors of the outputs
   std::vector<NodeProfile> profile;
 };

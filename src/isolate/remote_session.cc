@@ -100,6 +100,7 @@ Status RemoteSession::start_worker() {
   worker_.channel = std::make_unique<Channel>(std::move(mine));
   pid_.store(pid);
   inputs_sent_id_ = 0;
+  outputs_->new_worker();
 
   const int load_timeout = std::max(timeout_ms_, kMinLoadTimeoutMs);
   LoadRequest req;
@@ -166,19 +167,25 @@ Result<NamedValues> RemoteSession::run(const NamedValues& inputs, const std::vec
 
   // The one copy of the inputs: into the region the worker maps (written only here,
   // between runs, and mapped read-only there).
-  BH_ASSIGN_OR_RETURN(PackedValues packed, pack_values(inputs, *shm_, "input", {}, &inputs_));
+  BH_ASSIGN_OR_RETURN(PackedValues packed,
+                      pack_values(inputs, [this](uint64_t n) { return inputs_.get(*shm_, n); }, "input"));
   RunRequest req;
   req.outputs = outputs;
   req.profile = profile != nullptr;
   req.region_bytes = packed.region_bytes;
   req.values = std::move(packed.descriptors);
   std::vector<int> fds;
-  if (packed.region.valid()) {
-    fds.push_back(packed.region.get());
-  } else if (packed.region_bytes) {
+  if (packed.region_bytes) {
     req.region_id = inputs_.id;
-    if (inputs_sent_id_ != inputs_.id) fds.push_back(inputs_.fd.get());
+    if (inputs_sent_id_ != inputs_.id) fds.push_back(SharedMemory::fd_of(*inputs_.mapping));
   }
+  // The outputs go into a region no caller's Tensor views any more, if one fits.
+  req.output_region = outputs_->offer(last_output_bytes_);
+  req.forget_regions = outputs_->forgotten();
+  struct Withdraw {
+    OutputRegions& regions;
+    ~Withdraw() { regions.withdraw(); }  // no-op once the offer is taken
+  } withdraw{*outputs_};
 
   const uint64_t id = ++last_run_id_;
   bool closed = false;
@@ -208,14 +215,17 @@ Result<NamedValues> RemoteSession::run(const NamedValues& inputs, const std::vec
     return worker_failed("broke the protocol: answered a run with message type " + std::to_string(reply.type) + " (killed)", true);
   auto answer = decode_run_reply(reply.payload);
   if (!answer.is_ok()) return worker_failed(answer.status().message() + " (killed)", true);
-  if (reply.fds.size() != (answer->region_bytes ? 1u : 0u))
+  if (reply.fds.size() > (answer->region_bytes ? 1u : 0u))
     return worker_failed("broke the protocol: sent " + std::to_string(reply.fds.size()) + " regions for the outputs (killed)", true);
   std::shared_ptr<Buffer> region;
   if (answer->region_bytes) {
-    auto mapped = shm_->map(std::move(reply.fds[0]), answer->region_bytes, "outputs of " + who());
-    if (!mapped.is_ok()) return worker_failed("sent unusable outputs: " + mapped.status().message() + " (killed)", true);
-    region = std::move(mapped).value();
+    UniqueFd fd;
+    if (!reply.fds.empty()) fd = std::move(reply.fds[0]);
+    auto lease = outputs_->take(answer->region_id, std::move(fd), answer->region_bytes, "outputs of " + who());
+    if (!lease.is_ok()) return worker_failed("sent unusable outputs: " + lease.status().message() + " (killed)", true);
+    region = std::move(lease).value();
   }
+  last_output_bytes_ = answer->region_bytes;
   // The outputs are views of the mapping: no second copy.
   auto values = unpack_values(answer->values, region, answer->region_bytes, "output");
   if (!values.is_ok()) return worker_failed("sent unusable outputs: " + values.status().message() + " (killed)", true);

@@ -3,7 +3,8 @@
 //
 // It starts `bulkhead worker --fd 3` (child_process.h), sends it the model and the
 // options, and forwards runs: inputs go over in one shared-memory region, outputs come
-// back in another, each copied once (value_transfer.h). A worker that dies during a run
+// back in another, each copied once (value_transfer.h) into a region both processes keep
+// mapped across runs (output_regions.h says when one may be rewritten). A worker that dies during a run
 // or does not answer within worker_timeout_ms is killed and reaped and the run fails
 // with one line saying so; the next run starts a fresh worker, which loads the model
 // again. A worker found dead between runs is replaced without failing anyone. Every
@@ -27,6 +28,7 @@
 #include "bulkhead/bulkhead.hpp"
 #include "isolate/channel.h"
 #include "isolate/child_process.h"
+#include "isolate/output_regions.h"
 #include "isolate/protocol.h"
 #include "isolate/shared_memory.h"
 #include "isolate/value_transfer.h"
@@ -89,6 +91,8 @@ class RemoteSession {
   uint64_t last_run_id_ = 0;
   ReusableRegion inputs_;         // where runs' inputs are written (value_transfer.h)
   uint64_t inputs_sent_id_ = 0;   // the inputs_ region the current worker has mapped
+  std::shared_ptr<OutputRegions> outputs_ = OutputRegions::create(shm_);  // where outputs come back
+  uint64_t last_output_bytes_ = 0;  // the last run's, to pick a region for the next
   std::atomic<int> pid_{-1};
 };
 

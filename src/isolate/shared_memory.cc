@@ -64,27 +64,22 @@ Result<std::shared_ptr<Buffer>> SharedMemory::allocate(size_t size, size_t align
     return invalid_argument("shared-memory alignment " + std::to_string(alignment) + " exceeds a page");
   BH_ASSIGN_OR_RETURN(UniqueFd fd, create_region(size));
   const size_t bytes = page_round(size);
-  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd.get(), 0);
+  // Populated now, in one call, rather than one fault per page at the first write.
+  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd.get(), 0);
   if (p == MAP_FAILED)
     return Status(StatusCode::kResourceExhausted,
                   "cannot map a shared-memory region of " + std::to_string(bytes) + " bytes: " + errno_text(errno));
   return std::make_shared<Buffer>(shared_from_this(), domain_, p, bytes, fd_handle(fd.release()));
 }
 
+int SharedMemory::fd_of(const Buffer& region) {
+  if (!region.handle() || dynamic_cast<const SharedMemory*>(region.allocator()) == nullptr) return -1;
+  return handle_fd(region.handle());
+}
+
 void SharedMemory::release(void* data, void* handle, size_t size) {
   if (data) munmap(data, size);
   if (handle) close(handle_fd(handle));
-}
-
-Result<UniqueFd> SharedMemory::seal(std::shared_ptr<Buffer> region) {
-  if (!region || !region->handle() || dynamic_cast<const SharedMemory*>(region->allocator()) == nullptr)
-    return internal_error("seal: not a region allocated from shared memory");
-  if (region.use_count() != 1) return internal_error("seal: the region is still in use");
-  UniqueFd fd(fcntl(handle_fd(region->handle()), F_DUPFD_CLOEXEC, 0));
-  if (!fd.valid()) return Status(StatusCode::kResourceExhausted, "cannot duplicate a region descriptor: " + errno_text(errno));
-  region.reset();  // unmaps: a writable shared mapping would forbid F_SEAL_WRITE
-  BH_RETURN_IF_ERROR(seal(fd.get()));
-  return fd;
 }
 
 Result<std::shared_ptr<Buffer>> SharedMemory::map(UniqueFd fd, size_t size, const std::string& what) {
@@ -106,16 +101,25 @@ Result<std::shared_ptr<Buffer>> SharedMemory::map(UniqueFd fd, size_t size, cons
   return std::make_shared<Buffer>(shared_from_this(), domain_, p, bytes, nullptr);
 }
 
-Result<std::shared_ptr<Buffer>> SharedMemory::map_readonly(UniqueFd fd, size_t size, const std::string& what) {
+Result<std::shared_ptr<Buffer>> SharedMemory::map_kept(UniqueFd fd, size_t size, const std::string& what, int prot) {
   struct stat st {};
   if (fstat(fd.get(), &st) != 0 || static_cast<size_t>(st.st_size) < size)
     return internal_error(what + ": the shared-memory region holds " + std::to_string(st.st_size) + " bytes, " +
                           std::to_string(size) + " expected");
   const size_t bytes = page_round(static_cast<size_t>(st.st_size));
-  void* p = mmap(nullptr, bytes, PROT_READ, MAP_SHARED, fd.get(), 0);
+  void* p = mmap(nullptr, bytes, prot, MAP_SHARED, fd.get(), 0);
   if (p == MAP_FAILED)
     return Status(StatusCode::kResourceExhausted, what + ": cannot map " + std::to_string(bytes) + " bytes: " + errno_text(errno));
+  if (bytes >= (size_t{1} << 16)) madvise(p, bytes, MADV_POPULATE_READ);  // best effort, as in map()
   return std::make_shared<Buffer>(shared_from_this(), domain_, p, bytes, nullptr);
+}
+
+Result<std::shared_ptr<Buffer>> SharedMemory::map_readonly(UniqueFd fd, size_t size, const std::string& what) {
+  return map_kept(std::move(fd), size, what, PROT_READ);
+}
+
+Result<std::shared_ptr<Buffer>> SharedMemory::map_shared(UniqueFd fd, size_t size, const std::string& what) {
+  return map_kept(std::move(fd), size, what, PROT_READ | PROT_WRITE);
 }
 
 }  // namespace bulkhead::isolate

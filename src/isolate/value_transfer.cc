@@ -33,53 +33,38 @@ Status bad(const char* what, const std::string& name, const std::string& why) {
 
 }  // namespace
 
-Result<PackedValues> pack_values(const NamedValues& values, SharedMemory& shm, const char* what, const DeviceCopy& copy,
-                                 ReusableRegion* reuse) {
+Result<std::shared_ptr<Buffer>> ReusableRegion::get(SharedMemory& shm, uint64_t bytes) {
+  if (!mapping || mapping->size() < bytes || (mapping->size() > 4 * bytes && mapping->size() > (uint64_t{1} << 20))) {
+    mapping.reset();  // unmapped and closed before the new one is made
+    BH_ASSIGN_OR_RETURN(mapping, shm.allocate(bytes));
+    ++id;
+  }
+  return mapping;
+}
+
+Result<PackedValues> pack_values(const NamedValues& values, const RegionSource& into, const char* what,
+                                 const DeviceCopy& copy) {
   // Pass 1: where each tensor goes.
   std::vector<uint64_t> offsets;
   uint64_t total = 0;
-  bool in_device_memory = false;
   for (const auto& [name, v] : values)
     for (const Tensor* t : tensors_of(v)) {
-      if (t->dtype() != DataType::kString && t->numel() > 0 && !t->raw()) {
-        if (!copy)
-          return invalid_argument(std::string(what) + " '" + name + "': tensor " + t->describe() +
-                                  " is in memory the CPU cannot read (" + t->domain().to_string() + ")");
-        in_device_memory = true;
-      }
+      if (t->dtype() != DataType::kString && t->numel() > 0 && !t->raw() && !copy)
+        return invalid_argument(std::string(what) + " '" + name + "': tensor " + t->describe() +
+                                " is in memory the CPU cannot read (" + t->domain().to_string() + ")");
       uint64_t n = region_size_of(*t);
       offsets.push_back(n ? total : 0);
       if (n) total = align_up(total + n);
     }
-  // Pass 2: the one copy of each tensor's bytes — written into the region's pages
-  // directly, or, when a device must produce some of them, through a mapping — and the
-  // descriptors.
+  // Pass 2: the one copy of each tensor's bytes — a memcpy into the region's mapping, or
+  // a device copy into a view of it — and the descriptors.
   PackedValues p;
-  std::shared_ptr<Buffer> mapping;
-  int target = -1;
-  if (reuse && in_device_memory) reuse = nullptr;  // device copies write through a mapping
-  if (total && reuse) {
-    // Keep the region unless it is too small, or much larger than needed for a while:
-    // a huge input once should not pin that much shared memory for the session's life.
-    if (reuse->capacity < total || (reuse->capacity > 4 * total && reuse->capacity > (uint64_t{1} << 20))) {
-      BH_ASSIGN_OR_RETURN(reuse->fd, SharedMemory::create_region(total));
-      reuse->capacity = total;
-      ++reuse->id;
-    }
-    target = reuse->fd.get();
-  } else if (total && in_device_memory) {
-    BH_ASSIGN_OR_RETURN(mapping, shm.allocate(total));
-  } else if (total) {
-    BH_ASSIGN_OR_RETURN(p.region, SharedMemory::create_region(total));
-    target = p.region.get();
+  if (total) {
+    BH_ASSIGN_OR_RETURN(p.region, into(total));
+    if (!p.region || !p.region->data() || p.region->size() < total)
+      return internal_error(std::string("no shared-memory region for the ") + what + "s");
   }
-  auto put = [&](uint64_t off, const void* data, size_t n) -> Status {
-    if (mapping) {
-      std::memcpy(static_cast<char*>(mapping->data()) + off, data, n);
-      return Status::ok();
-    }
-    return SharedMemory::write(target, off, data, n);
-  };
+  char* base = p.region ? static_cast<char*>(p.region->data()) : nullptr;
   Writer w;
   w.u32(static_cast<uint32_t>(values.size()));
   size_t k = 0;
@@ -93,19 +78,18 @@ Result<PackedValues> pack_values(const NamedValues& values, SharedMemory& shm, c
     for (const Tensor* t : ts) {
       const uint64_t off = offsets[k++], n = region_size_of(*t);
       if (t->dtype() == DataType::kString) {
-        std::string bytes;
-        bytes.reserve(n);
+        char* q = base + off;  // each string as its length (8 bytes) and its bytes
         for (int64_t i = 0; i < t->numel(); ++i) {
           const std::string& s = t->strings()[i];
-          uint64_t len = s.size();
-          bytes.append(reinterpret_cast<const char*>(&len), 8);
-          bytes.append(s);
+          const uint64_t len = s.size();
+          std::memcpy(q, &len, 8);
+          std::memcpy(q + 8, s.data(), len);
+          q += 8 + len;
         }
-        if (n) BH_RETURN_IF_ERROR(put(off, bytes.data(), n));
       } else if (n && t->raw()) {
-        BH_RETURN_IF_ERROR(put(off, t->raw(), n));
+        std::memcpy(base + off, t->raw(), n);
       } else if (n) {
-        Tensor view(t->dtype(), t->shape(), mapping, off);
+        Tensor view(t->dtype(), t->shape(), p.region, off);
         BH_RETURN_IF_ERROR(copy(*t, view).with_context(std::string(what) + " '" + name + "': "));
       }
       w.i32(static_cast<int32_t>(t->dtype()));
@@ -116,11 +100,6 @@ Result<PackedValues> pack_values(const NamedValues& values, SharedMemory& shm, c
   }
   p.descriptors = w.take();
   p.region_bytes = total;
-  if (mapping) {
-    BH_ASSIGN_OR_RETURN(p.region, SharedMemory::seal(std::move(mapping)));
-  } else if (p.region.valid() && !reuse) {
-    BH_RETURN_IF_ERROR(SharedMemory::seal(p.region.get()));
-  }
   return p;
 }
 

@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 
 #include <cstdio>
+#include <map>
 #include <optional>
 
 #include "isolate/channel.h"
@@ -85,22 +86,20 @@ class Worker {
   Status run_inner(Message& m) {
     if (!session_) return internal_error("the worker has no model loaded");
     BH_ASSIGN_OR_RETURN(RunRequest req, decode_run_request(m.payload));
+    for (uint64_t id : req.forget_regions) out_regions_.erase(id);
     std::shared_ptr<Buffer> region;
-    if (req.region_id) {
+    if (req.region_bytes) {
       // The supervisor's reusable input region: mapped once, kept while it is current.
       if (m.fds.size() == 1) {
         BH_ASSIGN_OR_RETURN(inputs_, shm_->map_readonly(std::move(m.fds[0]), req.region_bytes, "inputs"));
         inputs_id_ = req.region_id;
-      } else if (!m.fds.empty() || req.region_id != inputs_id_ || !inputs_) {
+      } else if (!m.fds.empty() || req.region_id == 0 || req.region_id != inputs_id_ || !inputs_) {
         return internal_error("the input region did not arrive");
       }
       if (inputs_->size() < req.region_bytes) return internal_error("the input region is smaller than its inputs");
       region = inputs_;
-    } else {
-      if (m.fds.size() != (req.region_bytes ? 1u : 0u)) return internal_error("the input region did not arrive");
-      if (req.region_bytes) {
-        BH_ASSIGN_OR_RETURN(region, shm_->map(std::move(m.fds[0]), req.region_bytes, "inputs"));
-      }
+    } else if (!m.fds.empty()) {
+      return internal_error("an input region came with inputs that have no bytes");
     }
     NamedValues outs;
     std::vector<NodeProfile> profile;
@@ -114,15 +113,40 @@ class Worker {
       BH_ASSIGN_OR_RETURN(outs, run_for_transfer(*session_, inputs, ro));
     }
     // The one copy of the outputs (they may alias the inputs, which are still mapped).
+    // Into the region the supervisor offered when they fit (no Tensor of its views it any
+    // more), else into a new one it will map.
     DeviceCopy to_host = [this](const Tensor& src, const Tensor& dst) { return env_.copy(src, dst); };
-    BH_ASSIGN_OR_RETURN(PackedValues packed, pack_values(outs, *shm_, "output", to_host));
+    uint64_t used = 0;
+    bool made = false;
+    RegionSource into = [&](uint64_t bytes) -> Result<std::shared_ptr<Buffer>> {
+      if (req.output_region) {
+        auto it = out_regions_.find(req.output_region);
+        if (it == out_regions_.end())
+          return internal_error("output region " + std::to_string(req.output_region) + " is not this worker's");
+        if (it->second->size() >= bytes) {
+          used = it->first;
+          return it->second;
+        }
+      }
+      BH_ASSIGN_OR_RETURN(std::shared_ptr<Buffer> fresh, shm_->allocate(bytes));
+      used = ++last_region_id_;
+      made = true;
+      out_regions_[used] = fresh;
+      return fresh;
+    };
+    auto packed = pack_values(outs, into, "output", to_host);
     outs.clear();
+    if (!packed.is_ok()) {
+      if (made) out_regions_.erase(used);  // the supervisor never heard of it
+      return packed.status();
+    }
     RunReply answer;
-    answer.region_bytes = packed.region_bytes;
-    answer.values = std::move(packed.descriptors);
+    answer.region_bytes = packed->region_bytes;
+    answer.region_id = packed->region_bytes ? used : 0;
+    answer.values = std::move(packed->descriptors);
     answer.profile = std::move(profile);
     std::vector<int> fds;
-    if (packed.region.valid()) fds.push_back(packed.region.get());
+    if (made) fds.push_back(SharedMemory::fd_of(*packed->region));
     if (!reply(kRunDone, m.id, encode(answer), fds)) return Status(StatusCode::kUnavailable, "supervisor gone");
     return Status::ok();
   }
@@ -133,6 +157,9 @@ class Worker {
   std::shared_ptr<SharedMemory> shm_ = SharedMemory::create("worker");
   std::shared_ptr<Buffer> inputs_;  // read-only mapping of the supervisor's input region
   uint64_t inputs_id_ = 0;
+  // Output regions (output_regions.h), by id, until the supervisor forgets them.
+  std::map<uint64_t, std::shared_ptr<Buffer>> out_regions_;
+  uint64_t last_region_id_ = 0;
 };
 
 }  // namespace

@@ -172,6 +172,44 @@ TEST_F(Isolation, OutputsAreTheCallersAndOutliveTheSession) {
   EXPECT_FLOAT_EQ(second[0].second.data<float>()[3], in[0].second.data<float>()[3] + in[1].second.data<float>()[3]);
 }
 
+TEST_F(Isolation, OutputRegionIsReusedOnlyOnceItsOutputsAreReleased) {
+  // Outputs come back in regions both processes keep mapped; a region is written again
+  // only after the caller let go of every output in it — never under a held result.
+  std::string bytes = model_text_bytes(R"(<ir_version: 8, opset_import: ["" : 17]>
+g (float[N] x) => (float[N] y) { y = Neg(x) })");
+  auto s = env_.load_bytes(bytes, "neg", process_options());
+  ASSERT_TRUE(s.is_ok()) << s.status().to_string();
+  auto run = [&](uint32_t seed) {
+    auto r = s->run({{"x", random_tensor({100000}, seed)}});
+    EXPECT_TRUE(r.is_ok()) << r.status().to_string();
+    return r.is_ok() ? (*r)[0].second : Tensor();
+  };
+  auto expect_neg_of = [](const Tensor& y, uint32_t seed) {
+    Tensor x = random_tensor({100000}, seed);
+    for (int64_t i = 0; i < x.numel(); i += 997) ASSERT_EQ(y.data<float>()[i], -x.data<float>()[i]) << i;
+  };
+  Tensor first = run(1);
+  const void* first_at = first.raw();
+  Tensor second = run(2);
+  EXPECT_NE(second.raw(), first_at) << "the first outputs are still held";
+  expect_neg_of(first, 1);
+  first = Tensor();
+  Tensor third = run(3);
+  EXPECT_EQ(third.raw(), first_at) << "released: its region serves the next run";
+  expect_neg_of(second, 2);
+  expect_neg_of(third, 3);
+  // A fresh worker makes its own regions; outputs of the old one stay readable.
+  ASSERT_EQ(kill(s->worker_pid(), SIGKILL), 0);
+  NamedTensors small = {{"x", random_tensor({4}, 9)}};
+  if (!s->run(small).is_ok()) {
+    ASSERT_TRUE(s->run(small).is_ok()) << "a fresh worker serves the next run";
+  }
+  Tensor fourth = run(4);
+  expect_neg_of(second, 2);
+  expect_neg_of(third, 3);
+  expect_neg_of(fourth, 4);
+}
+
 TEST_F(Isolation, PpOcrRecognitionMatchesInProcess) {
   std::string dir = shared_dir() + "/models/ppocrv4_rec";
   auto local = env_.load(dir + "/model.onnx", in_process_options());

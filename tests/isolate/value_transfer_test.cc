@@ -1,14 +1,19 @@
 // The shared-memory hand-off of process isolation, within one process: values packed
 // into a region and unpacked from its mapping come back equal and as views (no copy);
 // a reusable region is kept, grown and shrunk; tensors in device memory go through the
-// device copy; descriptors that point outside the region are rejected, never followed.
+// device copy; descriptors that point outside the region are rejected, never followed;
+// output regions are reused only once released (OutputRegions).
 #include "isolate/channel.h"
+#include "isolate/output_regions.h"
 #include "isolate/shared_memory.h"
 #include "isolate/value_transfer.h"
 #include "isolate/wire.h"
 #include "support/test_util.h"
 
 #include <sys/socket.h>
+
+#include <algorithm>
+#include <cstring>
 
 namespace bulkhead::test {
 namespace {
@@ -17,13 +22,21 @@ using isolate::PackedValues;
 using isolate::ReusableRegion;
 using isolate::SharedMemory;
 
-// Maps what the sender packed, as the receiving side does.
-Result<NamedValues> receive(SharedMemory& shm, PackedValues& p, ReusableRegion* reuse = nullptr) {
+// A new region for every message.
+isolate::RegionSource fresh(SharedMemory& shm) {
+  return [&shm](uint64_t n) { return shm.allocate(n); };
+}
+
+// Maps what the sender packed, as the receiving side does: its own mapping of the region.
+Result<NamedValues> receive(SharedMemory& shm, const PackedValues& p, bool writable = false) {
   std::shared_ptr<Buffer> region;
-  if (p.region_bytes && reuse) {
-    BH_ASSIGN_OR_RETURN(region, shm.map_readonly(isolate::UniqueFd(dup(reuse->fd.get())), p.region_bytes, "test"));
-  } else if (p.region_bytes) {
-    BH_ASSIGN_OR_RETURN(region, shm.map(std::move(p.region), p.region_bytes, "test"));
+  if (p.region_bytes) {
+    isolate::UniqueFd fd(dup(SharedMemory::fd_of(*p.region)));
+    if (writable) {
+      BH_ASSIGN_OR_RETURN(region, shm.map_shared(std::move(fd), p.region_bytes, "test"));
+    } else {
+      BH_ASSIGN_OR_RETURN(region, shm.map_readonly(std::move(fd), p.region_bytes, "test"));
+    }
   }
   return isolate::unpack_values(p.descriptors, region, p.region_bytes, "test");
 }
@@ -39,10 +52,10 @@ TEST(ValueTransfer, RoundTripIsAViewOfTheRegion) {
                     {"empty", Value(Tensor::host(DataType::kInt64, {0, 4}))},
                     {"seq", Value::make_sequence({random_tensor({2}, 2), random_tensor({7}, 3)}, DataType::kFloat32)},
                     {"none", Value::none()}};
-  auto p = isolate::pack_values(in, *shm, "input");
+  auto p = isolate::pack_values(in, fresh(*shm), "input");
   ASSERT_TRUE(p.is_ok()) << p.status().to_string();
-  EXPECT_TRUE(p->region.valid());
-  auto out = receive(*shm, *p);
+  EXPECT_TRUE(p->region);
+  auto out = receive(*shm, *p, /*writable=*/true);
   ASSERT_TRUE(out.is_ok()) << out.status().to_string();
   ASSERT_EQ(out->size(), in.size());
   const Tensor& ra = (*out)[0].second.tensor;
@@ -54,7 +67,8 @@ TEST(ValueTransfer, RoundTripIsAViewOfTheRegion) {
   EXPECT_TRUE((*out)[3].second.is_sequence());
   EXPECT_TRUE(bitwise_equal((*out)[3].second.sequence[1], in[3].second.sequence[1]));
   EXPECT_TRUE((*out)[4].second.is_none());
-  // Copy-on-write: the receiver may write its tensors.
+  EXPECT_NE(ra.raw(), p->region->data()) << "the receiver has its own mapping";
+  // A shared writable mapping: the receiver may write its tensors.
   ra.data<float>()[0] = 42.f;
   EXPECT_EQ(ra.data<float>()[0], 42.f);
 }
@@ -64,10 +78,10 @@ TEST(ValueTransfer, ReusableRegionIsKeptGrownAndShrunk) {
   ReusableRegion reuse;
   auto send = [&](int64_t n, uint32_t seed) {
     Tensor t = random_tensor({n}, seed);
-    auto p = isolate::pack_values({{"x", Value(t)}}, *shm, "input", {}, &reuse);
+    auto p = isolate::pack_values({{"x", Value(t)}}, [&](uint64_t n) { return reuse.get(*shm, n); }, "input");
     EXPECT_TRUE(p.is_ok());
-    EXPECT_FALSE(p->region.valid()) << "a reusable region is kept by the sender";
-    auto out = receive(*shm, *p, &reuse);
+    EXPECT_EQ(p->region, reuse.mapping) << "a reusable region is kept by the sender";
+    auto out = receive(*shm, *p);
     EXPECT_TRUE(out.is_ok()) << out.status().to_string();
     EXPECT_TRUE(bitwise_equal((*out)[0].second.tensor, t));
     return reuse.id;
@@ -87,7 +101,7 @@ TEST(ValueTransfer, DeviceTensorsGoThroughTheDeviceCopy) {
   auto buf = std::make_shared<Buffer>(nullptr, dev, nullptr, 16);
   Tensor t(DataType::kFloat32, {4}, buf);
   NamedValues in = {{"d", Value(t)}, {"h", Value(random_tensor({3}, 1))}};
-  auto refused = isolate::pack_values(in, *shm, "output");
+  auto refused = isolate::pack_values(in, fresh(*shm), "output");
   ASSERT_FALSE(refused.is_ok());
   EXPECT_NE(refused.status().message().find("output 'd'"), std::string::npos) << refused.status().message();
   int copies = 0;
@@ -97,7 +111,7 @@ TEST(ValueTransfer, DeviceTensorsGoThroughTheDeviceCopy) {
     for (int i = 0; i < 4; ++i) dst.data<float>()[i] = 10.f + i;
     return Status::ok();
   };
-  auto p = isolate::pack_values(in, *shm, "output", copy);
+  auto p = isolate::pack_values(in, fresh(*shm), "output", copy);
   ASSERT_TRUE(p.is_ok()) << p.status().to_string();
   EXPECT_EQ(copies, 1);
   auto out = receive(*shm, *p);
@@ -108,9 +122,9 @@ TEST(ValueTransfer, DeviceTensorsGoThroughTheDeviceCopy) {
 
 TEST(ValueTransfer, DescriptorsOutsideTheRegionAreRejected) {
   auto shm = SharedMemory::create("test");
-  auto p = isolate::pack_values({{"x", Value(random_tensor({16}, 1))}}, *shm, "output");
+  auto p = isolate::pack_values({{"x", Value(random_tensor({16}, 1))}}, fresh(*shm), "output");
   ASSERT_TRUE(p.is_ok());
-  auto region = shm->map(std::move(p->region), p->region_bytes, "test");
+  auto region = shm->map_readonly(isolate::UniqueFd(dup(SharedMemory::fd_of(*p->region))), p->region_bytes, "test");
   ASSERT_TRUE(region.is_ok());
   auto descriptor = [](int32_t dtype, Shape shape, uint64_t off, uint64_t n) {
     isolate::Writer w;
@@ -155,6 +169,128 @@ TEST(ValueTransfer, UnsealedRegionsAreRefused) {
   auto r = shm->map(std::move(fd).value(), 64, "outputs");
   ASSERT_FALSE(r.is_ok());
   EXPECT_NE(r.status().message().find("not sealed"), std::string::npos);
+}
+
+// The supervisor's output regions: a region is offered to a run only when no lease of
+// it is held; the worker's new regions are mapped once; free regions are bounded; a
+// fresh worker's runs never get the old worker's regions.
+struct WorkerSide {
+  std::shared_ptr<SharedMemory> shm = SharedMemory::create("worker");
+  std::vector<std::shared_ptr<Buffer>> regions;  // index = id - 1
+  // A new region as the worker makes it: its id and a descriptor to send.
+  std::pair<uint64_t, isolate::UniqueFd> make(size_t bytes, char fill) {
+    auto r = shm->allocate(bytes);
+    EXPECT_TRUE(r.is_ok());
+    std::memset((*r)->data(), fill, bytes);
+    regions.push_back(*r);
+    return {regions.size(), isolate::UniqueFd(dup(SharedMemory::fd_of(**r)))};
+  }
+};
+
+TEST(OutputRegions, ReusedOnlyAfterEveryLeaseIsReleased) {
+  auto shm = SharedMemory::create("test");
+  auto pool = isolate::OutputRegions::create(shm);
+  WorkerSide worker;
+  EXPECT_EQ(pool->offer(4096), 0u) << "nothing to offer yet";
+  auto [id1, fd1] = worker.make(4096, 'a');
+  auto lease1 = pool->take(id1, std::move(fd1), 4096, "test");
+  ASSERT_TRUE(lease1.is_ok()) << lease1.status().to_string();
+  EXPECT_EQ(static_cast<const char*>((*lease1)->data())[100], 'a');
+  EXPECT_EQ((*lease1)->allocator(), pool.get()) << "a lease records who made it (I1)";
+  EXPECT_EQ(pool->offer(4096), 0u) << "region 1 is still viewed by the caller";
+  pool->withdraw();
+  void* where = (*lease1)->data();
+  lease1->reset();
+  EXPECT_EQ(pool->free_regions(), 1u);
+  EXPECT_EQ(pool->offer(4096), id1) << "released: offered again";
+  std::memset(worker.regions[0]->data(), 'b', 4096);  // the worker writes the run's outputs
+  auto again = pool->take(id1, isolate::UniqueFd(), 4096, "test");
+  ASSERT_TRUE(again.is_ok()) << again.status().to_string();
+  EXPECT_EQ((*again)->data(), where) << "the same mapping, no new one";
+  EXPECT_EQ(static_cast<const char*>((*again)->data())[100], 'b');
+  EXPECT_EQ(pool->mapped(), 1u);
+}
+
+TEST(OutputRegions, TooSmallOfferIsFreedAndTheNewRegionMapped) {
+  auto shm = SharedMemory::create("test");
+  auto pool = isolate::OutputRegions::create(shm);
+  WorkerSide worker;
+  auto [id1, fd1] = worker.make(4096, 'a');
+  pool->take(id1, std::move(fd1), 4096, "test").value().reset();
+  EXPECT_EQ(pool->offer(100), id1);
+  auto [id2, fd2] = worker.make(1 << 16, 'c');  // the outputs did not fit
+  auto lease = pool->take(id2, std::move(fd2), 1 << 16, "test");
+  ASSERT_TRUE(lease.is_ok());
+  EXPECT_EQ(pool->free_regions(), 1u) << "the unused offer is free again";
+  EXPECT_EQ(pool->offer(1 << 16), 0u) << "region 1 is too small for these outputs";
+  pool->withdraw();
+}
+
+TEST(OutputRegions, ProtocolViolationsAreErrors) {
+  auto shm = SharedMemory::create("test");
+  auto pool = isolate::OutputRegions::create(shm);
+  WorkerSide worker;
+  auto [id1, fd1] = worker.make(4096, 'a');
+  auto lease = pool->take(id1, std::move(fd1), 4096, "test");
+  ASSERT_TRUE(lease.is_ok());
+  auto unoffered = pool->take(id1, isolate::UniqueFd(), 64, "outputs");
+  ASSERT_FALSE(unoffered.is_ok());
+  EXPECT_NE(unoffered.status().message().find("not offered"), std::string::npos) << unoffered.status().message();
+  auto dup_fd = isolate::UniqueFd(dup(SharedMemory::fd_of(*worker.regions[0])));
+  auto twice = pool->take(id1, std::move(dup_fd), 64, "outputs");
+  ASSERT_FALSE(twice.is_ok());
+  EXPECT_NE(twice.status().message().find("twice"), std::string::npos) << twice.status().message();
+  auto [id2, fd2] = worker.make(4096, 'a');
+  auto short_region = pool->take(id2, std::move(fd2), 8192, "outputs");
+  EXPECT_FALSE(short_region.is_ok()) << "a region smaller than its outputs";
+}
+
+TEST(OutputRegions, FreeRegionsAreBoundedAndForgottenOnBothSides) {
+  auto shm = SharedMemory::create("test");
+  auto pool = isolate::OutputRegions::create(shm);
+  WorkerSide worker;
+  std::vector<std::shared_ptr<Buffer>> held;
+  for (int i = 0; i < 5; ++i) {  // five runs whose outputs are all still held
+    auto [id, fd] = worker.make(4096 * (i + 1), 'a');
+    held.push_back(pool->take(id, std::move(fd), 4096, "test").value());
+  }
+  EXPECT_EQ(pool->mapped(), 5u);
+  held.clear();
+  EXPECT_EQ(pool->free_regions(), 2u) << "at most two free regions stay mapped";
+  auto forgotten = pool->forgotten();
+  std::sort(forgotten.begin(), forgotten.end());
+  EXPECT_EQ(forgotten, (std::vector<uint64_t>{1, 2, 3})) << "the smallest go, and the worker is told";
+  EXPECT_TRUE(pool->forgotten().empty());
+  // A region far larger than the outputs now asked for is not kept either.
+  auto [big, fd] = worker.make(8 << 20, 'z');
+  pool->take(big, std::move(fd), 8 << 20, "test").value().reset();
+  EXPECT_EQ(pool->offer(4096), 5u) << "(4 went when the 8 MiB one made three free) the smallest that fits";
+  pool->withdraw();
+  auto gone = pool->forgotten();
+  EXPECT_NE(std::find(gone.begin(), gone.end(), big), gone.end()) << "8 MiB kept for 4 KiB outputs";
+}
+
+TEST(OutputRegions, AFreshWorkerNeverGetsTheOldWorkersRegions) {
+  auto shm = SharedMemory::create("test");
+  auto pool = isolate::OutputRegions::create(shm);
+  WorkerSide old_worker, new_worker;
+  auto [a, fa] = old_worker.make(4096, 'a');
+  auto [b, fb] = old_worker.make(4096, 'b');
+  auto held = pool->take(a, std::move(fa), 4096, "test").value();
+  pool->take(b, std::move(fb), 4096, "test").value().reset();
+  pool->new_worker();
+  EXPECT_EQ(pool->mapped(), 1u) << "the free region of the old worker is unmapped";
+  EXPECT_TRUE(pool->forgotten().empty()) << "nobody to tell";
+  EXPECT_EQ(pool->offer(64), 0u);
+  pool->withdraw();
+  // The new worker numbers its regions from 1 again: no clash with the held lease.
+  auto [c, fc] = new_worker.make(4096, 'c');
+  EXPECT_EQ(c, a);
+  auto fresh_lease = pool->take(c, std::move(fc), 4096, "test");
+  ASSERT_TRUE(fresh_lease.is_ok()) << fresh_lease.status().to_string();
+  EXPECT_EQ(static_cast<const char*>(held->data())[0], 'a') << "the old lease still reads its outputs";
+  held.reset();
+  EXPECT_EQ(pool->mapped(), 1u) << "released after the worker changed: unmapped, not reused";
 }
 
 TEST(Channel, LargePayloadsAndDescriptorsArrive) {
