@@ -9,6 +9,7 @@ packages=(
   libdnnl-dev
   nlohmann-json3-dev libcli11-dev libfmt-dev
   googletest libgtest-dev libgmock-dev libbenchmark-dev
+  libvulkan-dev glslc mesa-vulkan-drivers vulkan-validationlayers
 )
 
 missing=()

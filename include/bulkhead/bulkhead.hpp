@@ -29,6 +29,10 @@ struct SessionOptions {
   // Intra-op threads for each run; 0 = the number of cores.
   int threads = 0;
   bool graph_capture = true;
+  // GPU devices: how a run's dispatches are submitted — "single", "per-dispatch",
+  // "split", "auto" or "auto:<bytes>[K|M|G]"; empty = the device's default (its quirks
+  // table entry, or $BULKHEAD_VULKAN_SUBMIT). `bulkhead devices` shows each default.
+  std::string submit_policy;
   // Graph optimisations before compilation (exec/optimize.h): 0 = off, 1 = fold and fuse
   // Conv chains (BatchNormalization, activations, residual adds), drop Identity/Dropout.
   int optimization_level = 1;
@@ -44,7 +48,7 @@ struct SessionOptions {
   // this program when it is `bulkhead`, else a `bulkhead` beside it.
   std::string worker_binary;
   // Parses "devices=cpu;threads=2;graph_capture=0;optimization_level=1" style option strings (CLI, env vars);
-  // also isolation=process, worker_timeout_ms=N, worker_binary=PATH.
+  // also isolation=process, worker_timeout_ms=N, worker_binary=PATH, submit_policy=split.
   static Result<SessionOptions> parse(const std::string& spec);
 };
 

@@ -40,6 +40,13 @@ struct RunStart {
   const std::vector<Value>* inputs = nullptr;
 };
 
+// What a device is told about a session opening on it (Device::open_session).
+struct SessionConfig {
+  std::string owner;          // names the session in messages and allocator names
+  std::string submit_policy;  // GPU backends: the submission policy; "" = the device's default
+  bool graph_capture = true;  // GPU backends: record once, replay (I6)
+};
+
 class Device {
  public:
   virtual ~Device() = default;
@@ -48,6 +55,11 @@ class Device {
   virtual const Domain& compute_domain() const = 0;
   // A new allocator for one session's memory on this device. It keeps the device alive.
   virtual std::shared_ptr<Allocator> create_session_allocator(const std::string& owner) = 0;
+  // The session's allocator, after checking the options that concern this device (an
+  // unknown submission policy is an error here). Default: create_session_allocator.
+  virtual Result<std::shared_ptr<Allocator>> open_session(const SessionConfig& config) {
+    return create_session_allocator(config.owner);
+  }
   // The kernels this device can run (immutable).
   virtual const KernelTable& kernels() const = 0;
   // Prepares the calling thread for a run that uses `threads` intra-op threads; the
@@ -60,6 +72,11 @@ class Device {
   // run's thread when the run ends, after its last kernel. Default: no state (the CPU
   // device has none, and pays one virtual call per run).
   virtual std::shared_ptr<void> begin_run(const RunStart& run) { return nullptr; }
+  // Makes every write recorded so far in the run whose state is `run_state` (from
+  // begin_run) complete and visible to the host and to copies: the executor calls it
+  // before a value produced on this device is copied elsewhere and when the run ends.
+  // Default: nothing to do (kernels that finish before compute() returns).
+  virtual Status flush(void* run_state) { return Status::ok(); }
 };
 
 class Backend {

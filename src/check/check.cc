@@ -475,6 +475,9 @@ Result<CheckReport> run_check(const CheckOptions& opt) {
   rep.pipeline = opt.back.has_value();
   Checker c{opt, rep, {}, {}, {}, {}, {}, {}};
   c.dev_opts.devices = opt.devices;
+  bool has_cpu = false;
+  for (const auto& d : opt.devices) has_cpu = has_cpu || d == "cpu" || d.rfind("cpu:", 0) == 0;
+  if (!has_cpu) c.dev_opts.devices.push_back("cpu");
   c.dev_opts.threads = opt.threads;
 
   // CPU references, in their own Env.

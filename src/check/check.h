@@ -28,7 +28,9 @@ struct ModelSource {
 struct CheckOptions {
   ModelSource front;                 // F
   std::optional<ModelSource> back;   // G; absent: G is a second session of F's model
-  std::vector<std::string> devices = {"cpu"};  // the session device list under test
+  // The session device list under test. Nodes no listed device can run fall back to
+  // the CPU: "cpu" is appended when no entry names it.
+  std::vector<std::string> devices = {"cpu"};
   int threads = 1;
   std::map<std::string, Tensor> inputs;      // F's inputs (variant A); the rest generated
   std::map<std::string, int64_t> dims;       // values of symbolic dims for generated inputs

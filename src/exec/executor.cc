@@ -1,6 +1,7 @@
 #include "exec/executor.h"
 
 #include <chrono>
+#include <map>
 #include <unordered_set>
 
 namespace bulkhead::exec {
@@ -101,6 +102,7 @@ Result<std::unique_ptr<CompiledGraph>> compile(const ir::Graph& graph, const Com
 
   std::unordered_set<std::string> defined;
   for (auto& [n, s] : cg->slot_of) defined.insert(n);
+  std::map<std::pair<std::string, int>, Tensor> resident;  // constants already on a device
   for (const auto& node : graph.nodes) {
     Step step;
     step.node = &node;
@@ -161,6 +163,24 @@ Result<std::unique_ptr<CompiledGraph>> compile(const ir::Graph& graph, const Com
       }
     }
     cg->node_count_per_placement[step.placement]++;
+    // Constants read by a step on a device: copied into its domain once, here.
+    const Placement& pl = opts.placements[step.placement];
+    if (opts.router && !pl.device->compute_domain().is_host()) {
+      step.resident.resize(node.inputs.size());
+      for (size_t i = 0; i < node.inputs.size(); ++i) {
+        if (!info.input_is_constant(i)) continue;
+        const Tensor& c = info.constant_inputs[i];
+        if (c.dtype() == DataType::kString || c.domain() == pl.device->compute_domain()) continue;
+        auto key = std::make_pair(node.inputs[i], step.placement);
+        auto cached = resident.find(key);
+        if (cached == resident.end()) {
+          BH_ASSIGN_OR_RETURN(Tensor on_device, Tensor::allocate(*pl.allocator, c.dtype(), c.shape()));
+          BH_RETURN_IF_ERROR(opts.router->copy(c, on_device).with_context(node.label() + ": constant '" + node.inputs[i] + "': "));
+          cached = resident.emplace(key, on_device).first;
+        }
+        step.resident[i] = Value(cached->second);
+      }
+    }
     for (const auto& [aname, a] : node.attrs) {
       if (a.type != ir::AttrType::kGraph || !a.g) continue;
       BH_ASSIGN_OR_RETURN(auto sub, compile(*a.g, opts, cg.get()));
@@ -292,7 +312,15 @@ Result<std::vector<Value>> run(const CompiledGraph& g, std::vector<Value> inputs
       rcp = &with_states;
     }
   }
-  return run_steps(g, std::move(inputs), *rcp, outer);
+  auto outs = run_steps(g, std::move(inputs), *rcp, outer);
+  // The run's last writes complete before its outputs are handed back (and before the
+  // per-run states go).
+  for (size_t p = 0; p < device_states.size(); ++p)
+    if (device_states[p]) {
+      Status s = placements[p].device->flush(device_states[p].get());
+      if (!s.is_ok() && outs.is_ok()) outs = s;
+    }
+  return outs;
 }
 
 namespace {
@@ -307,6 +335,15 @@ Result<std::vector<Value>> run_steps(const CompiledGraph& g, std::vector<Value> 
     if (!inputs[i].is_none() || inputs[i].is_optional) frame[g.input_slots[i]] = std::move(inputs[i]);
 
   const auto& placements = rc.opts->placements;
+  // Before a value made on a device is copied elsewhere, that device finishes the run's
+  // work recorded so far (Device::flush).
+  auto flush_domain = [&](const Domain& d) -> Status {
+    if (!rc.device_states) return Status::ok();
+    for (size_t p = 0; p < placements.size(); ++p)
+      if ((*rc.device_states)[p] && placements[p].device->compute_domain() == d)
+        return placements[p].device->flush((*rc.device_states)[p].get());
+    return Status::ok();
+  };
   std::vector<Value> step_inputs;
   for (const Step& st : g.steps) {
     Allocator& alloc = *placements[st.placement].allocator;
@@ -314,10 +351,15 @@ Result<std::vector<Value>> run_steps(const CompiledGraph& g, std::vector<Value> 
     step_inputs.assign(st.in.size(), Value());
     for (size_t i = 0; i < st.in.size(); ++i) {
       if (st.in[i] < 0) continue;
+      if (i < st.resident.size() && !st.resident[i].is_none()) {
+        step_inputs[i] = st.resident[i];
+        continue;
+      }
       const Value& v = frame[st.in[i]];
       // Inputs in another domain are copied into this step's domain through the router (I2).
       if (v.is_tensor() && v.tensor.dtype() != DataType::kString && v.tensor.domain() != dom) {
         BH_ASSIGN_OR_RETURN(Tensor moved, Tensor::allocate(alloc, v.tensor.dtype(), v.tensor.shape()));
+        BH_RETURN_IF_ERROR(flush_domain(v.tensor.domain()).with_context(st.node->label() + ": "));
         BH_RETURN_IF_ERROR(rc.router->copy(v.tensor, moved).with_context(st.node->label() + ": input " + std::to_string(i) + ": "));
         step_inputs[i] = Value(moved);
       } else {

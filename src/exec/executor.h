@@ -30,6 +30,9 @@ struct CompileOptions {
   // never folded as constants.
   std::unordered_set<std::string> overridable;
   bool fold_constants = true;
+  // Uploads constant inputs of steps placed on devices outside the host domain once, at
+  // compile time (Step::resident). Null: they are copied on every run instead.
+  const CopyRouter* router = nullptr;
 };
 
 struct CompiledGraph;
@@ -40,6 +43,9 @@ struct Step {
   std::unique_ptr<Kernel> kernel;
   std::vector<int> in, out;   // slots; -1 for omitted
   std::vector<int> release;   // slots whose last use is this step
+  // Per input: the constant already copied into this step's domain (empty Value when the
+  // input is not a constant or is already in the step's domain).
+  std::vector<Value> resident;
   std::map<std::string, std::unique_ptr<CompiledGraph>> subgraphs;  // by attribute name
 };
 

@@ -2,6 +2,7 @@
 #include <charconv>
 
 #include "backends/faulty/faulty_backend.h"
+#include "backends/vulkan/vulkan_backend.h"
 #include "session/env_impl.h"
 
 namespace bulkhead {
@@ -12,6 +13,7 @@ EnvImpl::EnvImpl() {
   backends_["cpu"] = make_cpu_backend();
   // A test instrument (field reports A-D on purpose): only used when a session names it.
   backends_["faulty"] = make_faulty_backend();
+  backends_["vulkan"] = make_vulkan_backend();
 }
 
 Status EnvImpl::register_backend(std::shared_ptr<Backend> backend) {

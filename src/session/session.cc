@@ -73,10 +73,13 @@ Result<Session> build_session(const std::shared_ptr<EnvImpl>& env, ir::Model mod
   impl->model = std::move(model);
   uint64_t id = env->next_session_id();
   impl->compile_options.threads = options.threads ? options.threads : default_threads();
+  impl->compile_options.router = env->router().get();
   for (const auto& spec : options.devices) {
     BH_ASSIGN_OR_RETURN(auto dev, env->acquire_device(spec));
-    auto alloc = dev->create_session_allocator("session#" + std::to_string(id));
-    impl->compile_options.placements.push_back({std::move(dev), std::move(alloc)});
+    SessionConfig config{"session#" + std::to_string(id), options.submit_policy, options.graph_capture};
+    auto alloc = dev->open_session(config);
+    if (!alloc.is_ok()) return alloc.status().with_context("device '" + spec + "': ");
+    impl->compile_options.placements.push_back({std::move(dev), std::move(alloc).value()});
   }
   if (options.optimization_level > 0)
     BH_RETURN_IF_ERROR(exec::optimize_graph(*impl->model.graph, impl->model.ir_version < 4));
@@ -201,10 +204,13 @@ Result<SessionOptions> SessionOptions::parse(const std::string& spec) {
     } else if (k == "worker_binary") {
       if (v.empty()) return invalid_argument("session option 'worker_binary' is empty");
       o.worker_binary = v;
+    } else if (k == "submit_policy") {
+      if (v.empty()) return invalid_argument("session option 'submit_policy' is empty");
+      o.submit_policy = v;  // checked by the device when the session opens on it
     } else {
       return invalid_argument("unknown session option '" + k +
                               "' (known: devices, threads, graph_capture, optimization_level, isolation, "
-                              "worker_timeout_ms, worker_binary)");
+                              "worker_timeout_ms, worker_binary, submit_policy)");
     }
   }
   return o;
@@ -305,14 +311,22 @@ Result<NamedValues> run_session(const SessionImpl& s, const NamedValues& inputs,
   NamedValues result;
   for (size_t i : wanted) {
     Value v = (*outs)[i];
-    // Outputs are the caller's: never an alias of an input or of the model's weights.
-    auto own = [&](Tensor& t) {
-      if (!own_outputs) return;
+    // Outputs are the caller's and readable by the CPU (device-local ones are copied to
+    // host memory): never an alias of an input or of the model's weights.
+    auto own = [&](Tensor& t) -> Status {
+      if (t.dtype() != DataType::kString && t.numel() > 0 && !t.raw()) {
+        Tensor h = Tensor::host(t.dtype(), t.shape());
+        BH_RETURN_IF_ERROR(s.env->router()->copy(t, h).with_context("output '" + s.outputs[i].name + "': "));
+        t = h;
+        return Status::ok();
+      }
+      if (!own_outputs) return Status::ok();
       if (t.buffer() && foreign.count(t.buffer().get())) t = t.clone_host();
       else if (t.dtype() == DataType::kString) t = t.clone_host();
+      return Status::ok();
     };
-    if (v.is_tensor()) own(v.tensor);
-    for (auto& t : v.sequence) own(t);
+    if (v.is_tensor()) BH_RETURN_IF_ERROR(own(v.tensor));
+    for (auto& t : v.sequence) BH_RETURN_IF_ERROR(own(t));
     result.emplace_back(s.outputs[i].name, std::move(v));
   }
   return result;

@@ -1,0 +1,139 @@
+// A Vulkan device (I4): one logical device per physical device, shared by every session
+// on it through reference counting (the Env caches it weakly; the last session's
+// buffers and allocators hold it).
+//
+// It owns, in teardown order: the transfer context (staging copies host ↔ device,
+// registered with the copy router, I1/I2), the pipeline cache (immutable pipelines
+// shared across sessions), the memory pools, the queue and the VkDevice; and it holds
+// the Instance. Sessions get a SessionAllocator each, which owns that session's
+// execution state (I3): command pools, command buffers, fences and descriptor pools,
+// handed to one run at a time (RunState, recorder.h).
+//
+// Tensors in this device's domain are device-local: the CPU never reads them directly
+// (Buffer::data() is null); every crossing is a routed, staged copy.
+//
+// Thread-safety: all methods may be called from any thread; queue submission and the
+// transfer context are serialised by their own locks.
+#pragma once
+
+#include <vulkan/vulkan.h>
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "backend/backend.h"
+#include "backends/vulkan/instance.h"
+#include "backends/vulkan/memory.h"
+#include "backends/vulkan/pipelines.h"
+#include "backends/vulkan/policy.h"
+
+namespace bulkhead::vulkan {
+
+// What a Vulkan kernel needs of its tensors: the block buffer and the byte range.
+struct BufferRange {
+  VkBuffer buffer = VK_NULL_HANDLE;
+  VkDeviceSize offset = 0, size = 0;
+};
+
+class VulkanDevice;
+
+// One command buffer with its pool, fence and descriptor pools: the execution state a
+// run records into. Owned by a SessionAllocator; lent to one run at a time.
+struct CommandFrame {
+  VkCommandPool pool = VK_NULL_HANDLE;
+  VkCommandBuffer cb = VK_NULL_HANDLE;
+  VkFence fence = VK_NULL_HANDLE;
+  std::vector<VkDescriptorPool> descriptor_pools;
+  size_t descriptor_pool_in_use = 0;
+};
+
+class SessionAllocator final : public Allocator {
+ public:
+  SessionAllocator(std::shared_ptr<VulkanDevice> device, std::string owner, SubmitPolicy policy);
+  ~SessionAllocator() override;
+
+  const Domain& domain() const override;
+  std::string name() const override { return owner_; }
+  Result<std::shared_ptr<Buffer>> allocate(size_t size, size_t alignment = 64) override;
+  void release(void* data, void* handle, size_t size) override;
+
+  VulkanDevice& device() const { return *device_; }
+  const SubmitPolicy& policy() const { return policy_; }
+  // A command frame for one run (made on first need), and its return.
+  Result<std::unique_ptr<CommandFrame>> acquire_frame();
+  void return_frame(std::unique_ptr<CommandFrame> frame);
+
+ private:
+  void destroy(CommandFrame& f);
+  std::shared_ptr<VulkanDevice> device_;
+  std::string owner_;
+  SubmitPolicy policy_;
+  std::mutex mu_;
+  std::vector<std::unique_ptr<CommandFrame>> idle_;
+};
+
+class VulkanDevice final : public Device, public std::enable_shared_from_this<VulkanDevice> {
+ public:
+  static Result<std::shared_ptr<VulkanDevice>> open(std::shared_ptr<Instance> instance, VkPhysicalDevice physical,
+                                                    DeviceInfo info, SubmitPolicy policy,
+                                                    std::shared_ptr<CopyRouter> router,
+                                                    std::shared_ptr<const KernelTable> kernels);
+  ~VulkanDevice() override;
+
+  const DeviceInfo& info() const override { return info_; }
+  const Domain& compute_domain() const override { return domain_; }
+  std::shared_ptr<Allocator> create_session_allocator(const std::string& owner) override;
+  Result<std::shared_ptr<Allocator>> open_session(const SessionConfig& config) override;
+  const KernelTable& kernels() const override { return *kernels_; }
+  std::shared_ptr<void> begin_run(const RunStart& run) override;
+  Status flush(void* run_state) override;
+
+  VkDevice vk() const { return device_; }
+  uint32_t queue_family() const { return queue_family_; }
+  MemoryPool& memory() { return *memory_; }
+  PipelineCache& pipelines() { return *pipelines_; }
+  bool has_sync2() const { return barrier2_ != nullptr; }
+  PFN_vkCmdPipelineBarrier2 barrier2() const { return barrier2_; }
+  const SubmitPolicy& default_policy() const { return policy_; }
+
+  // Submits `cb` on the device's queue and waits for `fence` (then resets it).
+  Status submit_and_wait(VkCommandBuffer cb, VkFence fence, const std::string& what);
+  // Where a tensor of this device lives; an error for any other tensor.
+  Result<BufferRange> range_of(const Tensor& t) const;
+
+  // Counters since the device opened, for tests and `bulkhead devices`.
+  uint64_t submits() const { return submits_.load(); }          // every submit, copies included
+  uint64_t run_submits() const { return run_submits_.load(); }  // submits of runs' work
+  void note_run_submit() { run_submits_.fetch_add(1); }
+  uint64_t validation_messages() const { return instance_->validation_messages(); }
+
+ private:
+  VulkanDevice() = default;
+  Status copy(const Tensor& src, const Tensor& dst);  // the router's entry for this device
+
+  std::shared_ptr<Instance> instance_;
+  VkPhysicalDevice physical_ = VK_NULL_HANDLE;
+  VkDevice device_ = VK_NULL_HANDLE;
+  VkQueue queue_ = VK_NULL_HANDLE;
+  uint32_t queue_family_ = 0;
+  PFN_vkCmdPipelineBarrier2 barrier2_ = nullptr;
+  DeviceInfo info_;
+  Domain domain_;
+  SubmitPolicy policy_;
+  std::shared_ptr<CopyRouter> router_;
+  std::shared_ptr<const KernelTable> kernels_;
+  std::unique_ptr<MemoryPool> memory_, staging_;
+  std::unique_ptr<PipelineCache> pipelines_;
+  std::mutex queue_mu_;
+  // The transfer context: one command buffer for staged copies, used under its lock.
+  std::mutex transfer_mu_;
+  VkCommandPool transfer_pool_ = VK_NULL_HANDLE;
+  VkCommandBuffer transfer_cb_ = VK_NULL_HANDLE;
+  VkFence transfer_fence_ = VK_NULL_HANDLE;
+  std::atomic<uint64_t> submits_{0}, run_submits_{0};
+};
+
+}  // namespace bulkhead::vulkan

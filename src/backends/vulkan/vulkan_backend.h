@@ -1,0 +1,29 @@
+// The Vulkan backend: every physical device the Vulkan loader reports (Mesa's lavapipe
+// in tests, any GPU driver in the field) as `vulkan:N`. Kernels are GLSL compute shaders
+// compiled to SPIR-V at build time; nodes it has no kernel for fall back to the next
+// device in the session's list (`--device vulkan,cpu`).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "backend/backend.h"
+
+namespace bulkhead {
+
+std::shared_ptr<Backend> make_vulkan_backend();
+
+namespace vulkan {
+// Counters of an open Vulkan device (tests, benchmarks): submits of runs' work, and
+// validation messages seen (BULKHEAD_VULKAN_VALIDATION=1). False for other devices.
+struct DeviceCounters {
+  uint64_t run_submits = 0;
+  uint64_t all_submits = 0;
+  uint64_t validation_messages = 0;
+  uint64_t pipelines = 0;
+  uint64_t memory_reserved = 0;
+};
+bool counters(const Device& device, DeviceCounters* out);
+}  // namespace vulkan
+
+}  // namespace bulkhead
