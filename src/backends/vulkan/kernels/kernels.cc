@@ -7,6 +7,8 @@ namespace bulkhead::vulkan {
 KernelTable make_kernel_table() {
   KernelTable t;
   add_elementwise_kernels(t);
+  add_layout_kernels(t);
+  add_compute_kernels(t);
   return t;
 }
 

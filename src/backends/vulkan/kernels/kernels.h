@@ -18,8 +18,10 @@ namespace bulkhead::vulkan {
 
 KernelTable make_kernel_table();
 
-// Families, each adding its operators to the table.
+// Families, each adding its operators to the table (kernels/<family>.cc).
 void add_elementwise_kernels(KernelTable& t);
+void add_layout_kernels(KernelTable& t);   // views, Transpose, Concat, Slice, Pad, Gather, Resize
+void add_compute_kernels(KernelTable& t);  // MatMul, Gemm, Conv, ConvTranspose, pooling
 
 // The run's recording on this device; an error outside a run.
 Result<RunState*> run_state(KernelContext& ctx);
