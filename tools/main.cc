@@ -29,6 +29,7 @@ int main(int argc, char** argv) {
   bulkhead::cli::add_worker(app);
   bulkhead::cli::add_check(app);
   bulkhead::cli::add_split(app);
+  bulkhead::cli::add_selftest(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -100,7 +100,22 @@ std::string serialize(const onnx::ModelProto& m) {
 
 Result<std::string> model_with_weights(const std::string& text, const std::vector<Weight>& weights) {
   BH_ASSIGN_OR_RETURN(auto model, parse(text.c_str()));
-  for (const auto& w : weights) add_weight(*model.mutable_graph(), w.name, w.dims, w.scale, w.phase);
+  for (const auto& w : weights) {
+    if (w.values.empty()) {
+      add_weight(*model.mutable_graph(), w.name, w.dims, w.scale, w.phase);
+      continue;
+    }
+    int64_t n = 1;
+    for (auto d : w.dims) n *= d;
+    if (n != static_cast<int64_t>(w.values.size()))
+      return invalid_argument("weight '" + w.name + "': " + std::to_string(w.values.size()) + " values for " +
+                              std::to_string(n) + " elements");
+    auto* t = model.mutable_graph()->add_initializer();
+    t->set_name(w.name);
+    t->set_data_type(onnx::TensorProto::FLOAT);
+    for (auto d : w.dims) t->add_dims(d);
+    for (float v : w.values) t->add_float_data(v);
+  }
   return serialize(model);
 }
 

@@ -19,11 +19,13 @@ Result<std::string> pipeline_front_bytes();
 Result<std::string> pipeline_back_bytes();
 // A deterministic input image; different phases give different images.
 Tensor classifier_image(float phase);
-// A deterministic float32 initializer: element i is scale * sin(0.37 i + phase).
+// A deterministic float32 initializer: element i is scale * sin(0.37 i + phase), or
+// `values` when given (as many as the dims hold).
 struct Weight {
   std::string name;
   std::vector<int64_t> dims;
   float scale = 1, phase = 0;
+  std::vector<float> values;
 };
 // Serialized ModelProto of an ONNX text-format model with these initializers added.
 Result<std::string> model_with_weights(const std::string& text, const std::vector<Weight>& weights);

@@ -134,12 +134,12 @@ TEST_F(Vulkan, ElementwiseChainMatchesTheCpu) {
 }
 
 TEST_F(Vulkan, UnsupportedNodesFallBackToTheCpu) {
-  // Softmax and an int64 Add have no Vulkan kernel: they run on the CPU, with copies at
+  // Hardmax and an int64 Add have no Vulkan kernel: they run on the CPU, with copies at
   // the boundaries.
   std::string bytes = model_text_bytes(R"(<ir_version: 8, opset_import: ["" : 17]>
 g (float[4,8] x, int64[2] i) => (float[4,8] y, int64[2] j) {
   a = Relu(x)
-  s = Softmax(a)
+  s = Hardmax(a)
   y = Add(s, x)
   j = Add(i, i)
 })");

@@ -108,6 +108,8 @@ class VulkanDevice final : public Device, public std::enable_shared_from_this<Vu
   uint64_t submits() const { return submits_.load(); }          // every submit, copies included
   uint64_t run_submits() const { return run_submits_.load(); }  // submits of runs' work
   void note_run_submit() { run_submits_.fetch_add(1); }
+  uint64_t dispatches() const { return dispatches_.load(); }
+  void note_dispatch() { dispatches_.fetch_add(1); }
   uint64_t validation_messages() const { return instance_->validation_messages(); }
 
  private:
@@ -133,7 +135,7 @@ class VulkanDevice final : public Device, public std::enable_shared_from_this<Vu
   VkCommandPool transfer_pool_ = VK_NULL_HANDLE;
   VkCommandBuffer transfer_cb_ = VK_NULL_HANDLE;
   VkFence transfer_fence_ = VK_NULL_HANDLE;
-  std::atomic<uint64_t> submits_{0}, run_submits_{0};
+  std::atomic<uint64_t> submits_{0}, run_submits_{0}, dispatches_{0};
 };
 
 }  // namespace bulkhead::vulkan

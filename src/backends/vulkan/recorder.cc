@@ -139,6 +139,7 @@ Status RunState::dispatch(const std::string& shader, const std::vector<Bind>& bi
   vkCmdPushConstants(frame_->cb, p->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, kPushBytes, constants);
   vkCmdDispatch(frame_->cb, gx, gy, gz);
   ++dispatches_;
+  dev.note_dispatch();
   for (const Bind& b : binds) {
     in_flight_.push_back(b.tensor->buffer());
     (b.written ? written_ : read_).insert(b.tensor->buffer().get());

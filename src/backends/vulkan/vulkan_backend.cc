@@ -108,11 +108,25 @@ bool vulkan::counters(const Device& device, DeviceCounters* out) {
   if (!d) return false;
   auto* dev = const_cast<VulkanDevice*>(d);
   out->run_submits = d->run_submits();
+  out->dispatches = d->dispatches();
   out->all_submits = d->submits();
   out->validation_messages = d->validation_messages();
   out->pipelines = dev->pipelines().size();
   out->memory_reserved = dev->memory().bytes_reserved();
   return true;
+}
+
+}  // namespace bulkhead
+
+namespace bulkhead {
+
+uint64_t vulkan::auto_threshold(const Device& device, const std::string& policy) {
+  auto* d = dynamic_cast<const VulkanDevice*>(&device);
+  if (!d) return 0;
+  if (policy == "auto" || policy.empty())
+    return d->default_policy().policy == Policy::kAuto ? d->default_policy().auto_bytes : 0;
+  auto p = parse_policy(policy, "policy");
+  return p.is_ok() && p->policy == Policy::kAuto ? p->auto_bytes : 0;
 }
 
 }  // namespace bulkhead

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 
 #include "backend/backend.h"
 
@@ -18,12 +19,16 @@ namespace vulkan {
 // validation messages seen (BULKHEAD_VULKAN_VALIDATION=1). False for other devices.
 struct DeviceCounters {
   uint64_t run_submits = 0;
+  uint64_t dispatches = 0;
   uint64_t all_submits = 0;
   uint64_t validation_messages = 0;
   uint64_t pipelines = 0;
   uint64_t memory_reserved = 0;
 };
 bool counters(const Device& device, DeviceCounters* out);
+// The byte threshold `auto` submits at on a Vulkan device for a submit_policy value
+// ("auto" → the device's default, "auto:8M" → 8 MiB); 0 when not an auto policy.
+uint64_t auto_threshold(const Device& device, const std::string& policy);
 }  // namespace vulkan
 
 }  // namespace bulkhead

@@ -9,6 +9,7 @@ KernelTable make_kernel_table() {
   add_elementwise_kernels(t);
   add_layout_kernels(t);
   add_compute_kernels(t);
+  add_reduction_kernels(t);
   return t;
 }
 

@@ -22,6 +22,7 @@ KernelTable make_kernel_table();
 void add_elementwise_kernels(KernelTable& t);
 void add_layout_kernels(KernelTable& t);   // views, Transpose, Concat, Slice, Pad, Gather, Resize
 void add_compute_kernels(KernelTable& t);  // MatMul, Gemm, Conv, ConvTranspose, pooling
+void add_reduction_kernels(KernelTable& t);  // reductions, Softmax, normalisations
 
 // The run's recording on this device; an error outside a run.
 Result<RunState*> run_state(KernelContext& ctx);
