@@ -32,22 +32,45 @@ void main() {
   for (int i = 0; i < 4; ++i)
     for (int j = 0; j < 4; ++j) acc[i][j] = 0.0;
 
+  // Each invocation loads the same output pixel q of the im2col slice at every step,
+  // for reduction indices k = k0 + tid / 64 + 4 l, kept as (channel, kh, kw) digits that
+  // advance by TK with carries: no integer division in the loop (CPU drivers such as
+  // lavapipe scalarise it).
+  const uint q = col0 + tid % TILE;
+  const bool q_ok = q < pix;
+  const int ih0 = int((q / p.ow) * p.sh) - int(p.ph), iw0 = int((q % p.ow) * p.sw) - int(p.pw);
+  const uint step_c = TK / khw, step_a = (TK / p.kw) % p.kh, step_b = TK % p.kw;
+  uint kc[4], ka[4], kb[4];
+  for (uint l = 0; l < 4; ++l) {
+    const uint k = tid / TILE + 4 * l;
+    kc[l] = k / khw;
+    ka[l] = (k % khw) / p.kw;
+    kb[l] = k % p.kw;
+  }
+
   for (uint k0 = 0; k0 < kt; k0 += TK) {
     for (uint l = 0; l < 4; ++l) {
       const uint e = tid + l * 256;
       const uint ar = e / TK, ak = e % TK;
       const uint gr = row0 + ar, gk = k0 + ak;
       sa[ak][ar] = gr < p.mg && gk < kt ? wt[w0 + gr * kt + gk] : 0.0;
-      const uint bk = e / TILE, bc = e % TILE;
-      const uint k = k0 + bk, q = col0 + bc;
       float v = 0.0;
-      if (k < kt && q < pix) {
-        const uint ci = k / khw, r = k % khw;
-        const int ih = int((q / p.ow) * p.sh + (r / p.kw) * p.dh) - int(p.ph);
-        const int iw = int((q % p.ow) * p.sw + (r % p.kw) * p.dw) - int(p.pw);
-        if (ih >= 0 && ih < int(p.h) && iw >= 0 && iw < int(p.w)) v = x[x0 + (ci * p.h + uint(ih)) * p.w + uint(iw)];
+      if (q_ok && kc[l] < p.cg) {
+        const int ih = ih0 + int(ka[l] * p.dh), iw = iw0 + int(kb[l] * p.dw);
+        if (ih >= 0 && ih < int(p.h) && iw >= 0 && iw < int(p.w)) v = x[x0 + (kc[l] * p.h + uint(ih)) * p.w + uint(iw)];
       }
-      sb[bk][bc] = v;
+      sb[tid / TILE + 4 * l][tid % TILE] = v;
+      kb[l] += step_b;
+      if (kb[l] >= p.kw) {
+        kb[l] -= p.kw;
+        ++ka[l];
+      }
+      ka[l] += step_a;
+      if (ka[l] >= p.kh) {
+        ka[l] -= p.kh;
+        ++kc[l];
+      }
+      kc[l] += step_c;
     }
     barrier();
     for (uint kk = 0; kk < TK; ++kk) {
