@@ -46,6 +46,15 @@ Tensor random_int64(const Shape& s, uint32_t seed) {
   return t;
 }
 
+// Random bytes as a tensor of any fixed-size type (bool as 0/1).
+Tensor random_bytes(DataType t, const Shape& s, uint32_t seed) {
+  Tensor x = Tensor::host(t, s);
+  std::mt19937 rng(seed);
+  auto* p = static_cast<uint8_t*>(x.raw());
+  for (size_t i = 0; i < x.nbytes(); ++i) p[i] = static_cast<uint8_t>(t == DataType::kBool ? rng() & 1 : rng() & 0x3f);
+  return x;
+}
+
 std::string header(int opset) { return "<ir_version: 8, opset_import: [\"\" : " + std::to_string(opset) + "]>\n"; }
 
 class VulkanLayout : public ::testing::Test {
@@ -145,6 +154,44 @@ TEST_F(VulkanLayout, Int64ViewsAndCopiesMoveBothWords) {
   p = Pad(x, pads, v)
 })";
   expect_same(model, {{"x", random_int64({2, 3, 4}, 4)}, {"y", random_int64({2, 2, 4}, 5)}}, 5);
+}
+
+TEST_F(VulkanLayout, Float64AndUnsignedCopiesAreBitwise) {
+  const std::string model = header(17) + R"(g (double[3,4,5] x, uint32[3,4] u, uint64[4,3] w, int64[2] i) =>
+      (double[5,4,3] t, double[3,6,5] p, double[3,2,5] g, double[3,4,2] s, uint32[4,3] ut, uint64[4,6] wc)
+  <int64[6] pads = {0, 1, 0, 0, 1, 0}, double v = {-0.125}, int64[1] s0 = {-1}, int64[1] e0 = {-4},
+   int64[1] a0 = {-1}, int64[1] p0 = {-2}> {
+  t = Transpose(x)
+  p = Pad(x, pads, v)
+  g = Gather <axis = 1> (x, i)
+  s = Slice(x, s0, e0, a0, p0)
+  ut = Transpose(u)
+  wc = Concat <axis = -1> (w, w)
+})";
+  expect_same(model,
+              {{"x", random_bytes(DataType::kFloat64, {3, 4, 5}, 22)},
+               {"u", random_bytes(DataType::kUInt32, {3, 4}, 23)},
+               {"w", random_bytes(DataType::kUInt64, {4, 3}, 24)},
+               {"i", Tensor::from_vector<int64_t>(DataType::kInt64, {2}, {-1, 1})}},
+              6);
+}
+
+TEST_F(VulkanLayout, ViewsPassEveryFixedSizeType) {
+  const std::string model = header(17) + R"(g (bool[2,3] b, uint8[3,1] u, float16[1,5] h, int8[4] c) =>
+      (bool[6] rb, uint8[3] su, float16[1,1,5] uh, int8[4,1] fc, bool[2,3] ib)
+  <int64[1] flat = {-1}, int64[1] ax = {1}> {
+  rb = Reshape(b, flat)
+  su = Squeeze(u, ax)
+  uh = Unsqueeze(h, ax)
+  fc = Flatten(c)
+  ib = Identity(b)
+})";
+  expect_same(model,
+              {{"b", random_bytes(DataType::kBool, {2, 3}, 25)},
+               {"u", random_bytes(DataType::kUInt8, {3, 1}, 26)},
+               {"h", random_bytes(DataType::kFloat16, {1, 5}, 27)},
+               {"c", random_bytes(DataType::kInt8, {4}, 28)}},
+              5);
 }
 
 TEST_F(VulkanLayout, ShapeInputsThatAreNotConstantFallBackToTheCpu) {

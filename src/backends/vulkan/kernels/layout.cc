@@ -1,8 +1,9 @@
 // Layout kernels on Vulkan: the views (Reshape, Flatten, Squeeze, Unsqueeze, Identity),
 // which hand the input's buffer on with a new shape and record nothing, and the copies
 // (Transpose, Concat, Slice, Pad, Gather, Resize). The copies move 32-bit words, so any
-// 4-byte type moves bitwise and 8-byte types move as two words; the types taken are the
-// ones tested (float32, int32, int64). Resize is float32, 4-D NCHW, over H and W.
+// 4-byte type moves bitwise and 8-byte types move as two words (float32, float64, int32,
+// uint32, int64, uint64); views take every fixed-size type. Resize is float32, 4-D NCHW,
+// over H and W.
 //
 // Shape-like inputs (Reshape's shape, Squeeze/Unsqueeze axes, Slice's starts/ends/axes/
 // steps, Pad's pads/value/axes, Resize's scales/sizes) must be constants: they are read
@@ -24,8 +25,14 @@ namespace {
 constexpr int kMaxRank = 6;
 using Ints = std::vector<int64_t>;
 
-// Types the copy shaders move (32-bit words per element: 1 or 2).
-const std::initializer_list<DataType> kMoved = {DataType::kFloat32, DataType::kInt32, DataType::kInt64};
+// Types the copy shaders move bitwise (32-bit words per element: 1 or 2).
+const std::initializer_list<DataType> kMoved = {DataType::kFloat32, DataType::kInt32,  DataType::kUInt32,
+                                                DataType::kInt64,   DataType::kUInt64, DataType::kFloat64};
+// Types a view passes on: every fixed-size type (the bytes are not touched).
+const std::initializer_list<DataType> kViewed = {
+    DataType::kFloat32, DataType::kInt32,   DataType::kUInt32,  DataType::kInt64,  DataType::kUInt64,
+    DataType::kFloat64, DataType::kUInt8,   DataType::kInt8,    DataType::kUInt16, DataType::kInt16,
+    DataType::kBool,    DataType::kFloat16, DataType::kBFloat16};
 uint32_t words_of(DataType t) { return dtype_size(t) == 8 ? 2 : 1; }
 
 using Factory = Result<std::unique_ptr<Kernel>>;
@@ -89,7 +96,7 @@ class ViewKernel final : public Kernel {
 };
 
 Factory view(const KernelInfo& info, ShapeFn fn) {
-  BH_RETURN_IF_ERROR(require_types(info, kMoved, {0}));
+  BH_RETURN_IF_ERROR(require_types(info, kViewed, {0}));
   return std::unique_ptr<Kernel>(std::make_unique<ViewKernel>(std::move(fn)));
 }
 
@@ -530,9 +537,29 @@ Status pad_compute(KernelContext& ctx, const PadSpec& s) {
 // The bits of `v` in the element type `t` (the legacy float `value` attribute).
 uint64_t value_bits(float v, DataType t) {
   uint64_t bits = 0;
-  if (t == DataType::kFloat32) std::memcpy(&bits, &v, 4);
-  if (t == DataType::kInt32) bits = static_cast<uint32_t>(static_cast<int32_t>(v));
-  if (t == DataType::kInt64) bits = static_cast<uint64_t>(static_cast<int64_t>(v));
+  const double d = v;
+  switch (t) {
+    case DataType::kFloat32:
+      std::memcpy(&bits, &v, 4);
+      break;
+    case DataType::kFloat64:
+      std::memcpy(&bits, &d, 8);
+      break;
+    case DataType::kInt32:
+      bits = static_cast<uint32_t>(static_cast<int32_t>(v));
+      break;
+    case DataType::kUInt32:
+      bits = static_cast<uint32_t>(v);
+      break;
+    case DataType::kInt64:
+      bits = static_cast<uint64_t>(static_cast<int64_t>(v));
+      break;
+    case DataType::kUInt64:
+      bits = static_cast<uint64_t>(v);
+      break;
+    default:
+      break;
+  }
   return bits;
 }
 
