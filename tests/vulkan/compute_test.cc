@@ -143,6 +143,13 @@ TEST_F(VulkanCompute, GemmTransposesScalesAndBroadcastsC) {
       {"transA = 1, transB = 1, alpha = -1.5, beta = 0.25", "[30,19]", {30, 19}, "[1]", {1}},
       {"transB = 1", "[19,30]", {19, 30}, "", {}},
   };
+  // A fully connected layer: constant weight and bias.
+  expect_matches_cpu(with_weights(R"(<ir_version: 8, opset_import: ["" : 17]>
+g (float[5,40] a) => (float[5,12] y) {
+  y = Gemm <transB = 1> (a, w, c)
+})",
+                                  {{"w", {12, 40}, 0.3f, 0.2f}, {"c", {12}, 0.5f, 0.9f}}),
+                     {{"a", random_tensor({5, 40}, 18)}}, 1);
   for (const Case& k : cases) {
     const bool tb = std::string(k.attrs).find("transB") != std::string::npos;
     const bool has_c = *k.c != '\0';
@@ -212,6 +219,18 @@ TEST_F(VulkanCompute, Conv1DRunsAsOneRow) {
                      {{"x", random_tensor({2, 4, 20}, 24)}}, 1);
   expect_matches_cpu(conv_model("Conv", "dilations = [3]", {1, 16, 30}, {32, 16, 3}, false, 32),
                      {{"x", random_tensor({1, 16, 30}, 25)}}, 1);
+}
+
+// Weights that are graph inputs (not constants): the spatial rank comes from kernel_shape.
+TEST_F(VulkanCompute, ConvWithRuntimeWeightsMatchesTheCpu) {
+  std::string bytes = model_text_bytes(R"(<ir_version: 8, opset_import: ["" : 17]>
+g (float[2,5,9,8] x, float[18,5,3,3] w, float[18] b) => (float[2,18,5,4] y) {
+  y = Conv <kernel_shape = [3, 3], strides = [2, 2], pads = [1, 0, 1, 0]> (x, w, b)
+})");
+  expect_matches_cpu(bytes,
+                     {{"x", random_tensor({2, 5, 9, 8}, 35)}, {"w", random_tensor({18, 5, 3, 3}, 36)},
+                      {"b", random_tensor({18}, 37)}},
+                     1);
 }
 
 // Element-wise chains the graph optimiser fuses into the Conv: one node on Vulkan.
