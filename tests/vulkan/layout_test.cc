@@ -194,6 +194,16 @@ TEST_F(VulkanLayout, ViewsPassEveryFixedSizeType) {
               5);
 }
 
+TEST_F(VulkanLayout, EmptyTensorsKeepTheirZeros) {
+  const std::string model = header(17) + R"(g (float[0,3] x) => (float[3,0] r, float[3,0] t, float[0,1] s)
+  <int64[2] shape = {3, 0}, int64[1] s0 = {1}, int64[1] e0 = {2}, int64[1] a0 = {1}> {
+  r = Reshape <allowzero = 1> (x, shape)
+  t = Transpose(x)
+  s = Slice(x, s0, e0, a0)
+})";
+  expect_same(model, {{"x", Tensor::host(DataType::kFloat32, {0, 3})}}, 3);
+}
+
 TEST_F(VulkanLayout, ShapeInputsThatAreNotConstantFallBackToTheCpu) {
   const std::string model = header(17) +
                             R"(g (float[2,6] x, int64[2] shape, int64[1] axes) => (float[3,4] r, float[1,2,6] u) {
