@@ -194,14 +194,16 @@ TEST_F(VulkanLayout, ViewsPassEveryFixedSizeType) {
               5);
 }
 
-TEST_F(VulkanLayout, EmptyTensorsKeepTheirZeros) {
-  const std::string model = header(17) + R"(g (float[0,3] x) => (float[3,0] r, float[3,0] t, float[0,1] s)
-  <int64[2] shape = {3, 0}, int64[1] s0 = {1}, int64[1] e0 = {2}, int64[1] a0 = {1}> {
+TEST_F(VulkanLayout, EmptyTensorsKeepTheirZerosAndPadFromNothing) {
+  const std::string model = header(17) + R"(g (float[0,3] x) => (float[3,0] r, float[3,0] t, float[0,1] s, float[2,3] p)
+  <int64[2] shape = {3, 0}, int64[1] s0 = {1}, int64[1] e0 = {2}, int64[1] a0 = {1}, int64[4] pads = {1, 0, 1, 0},
+   float v = {2.5}> {
   r = Reshape <allowzero = 1> (x, shape)
   t = Transpose(x)
   s = Slice(x, s0, e0, a0)
+  p = Pad(x, pads, v)
 })";
-  expect_same(model, {{"x", Tensor::host(DataType::kFloat32, {0, 3})}}, 3);
+  expect_same(model, {{"x", Tensor::host(DataType::kFloat32, {0, 3})}}, 4);
 }
 
 TEST_F(VulkanLayout, ShapeInputsThatAreNotConstantFallBackToTheCpu) {

@@ -495,38 +495,48 @@ Status expand_pads(const PadSpec& s, int r, Ints& before, Ints& after, const std
   return Status::ok();
 }
 
-Status pad_compute(KernelContext& ctx, const PadSpec& s) {
-  const Tensor* x = ctx.input(0);
-  if (!x) return invalid_argument(ctx.where() + "missing input");
-  const int r = x->rank();
-  if (r > kMaxRank) return unsupported(ctx.where() + "rank " + std::to_string(r) + " is above the Vulkan kernel's 6");
+// The output shape of padding `x`, filling the geometry of `p` (negative pads crop the
+// input first; the mode then pads the cropped region).
+Result<Shape> pad_geometry(const Tensor& x, const PadSpec& s, PadPush& p, const std::string& where) {
+  const int r = x.rank();
+  if (r > kMaxRank) return unsupported(where + "rank " + std::to_string(r) + " is above the Vulkan kernel's 6");
   Ints before, after;
-  BH_RETURN_IF_ERROR(expand_pads(s, r, before, after, ctx.where()));
-  const Ints st = contiguous_strides(x->shape());
-  PadPush p{};
+  BH_RETURN_IF_ERROR(expand_pads(s, r, before, after, where));
+  const Ints st = contiguous_strides(x.shape());
   Shape shape(r);
   for (int d = 0; d < r; ++d) {
     const int64_t cb = std::max<int64_t>(-before[d], 0), ce = std::max<int64_t>(-after[d], 0);
-    const int64_t crop = x->shape()[d] - cb - ce;
+    const int64_t crop = x.shape()[d] - cb - ce;
     if (crop < 0)
-      return invalid_argument(ctx.where() + "negative pads remove more than axis " + std::to_string(d) + " holds");
+      return invalid_argument(where + "negative pads remove more than axis " + std::to_string(d) + " holds");
     shape[d] = crop + std::max<int64_t>(before[d], 0) + std::max<int64_t>(after[d], 0);
     if (s.mode != 0 && crop == 0 && shape[d] > 0)
-      return invalid_argument(ctx.where() + "cannot pad an empty axis in this mode");
+      return invalid_argument(where + "cannot pad an empty axis in this mode");
     p.base += static_cast<uint32_t>(cb * st[d]);
     p.dims[d] = static_cast<uint32_t>(shape[d]);
     p.crop[d] = static_cast<int32_t>(crop);
     p.before[d] = static_cast<int32_t>(std::max<int64_t>(before[d], 0));
     p.stride[d] = static_cast<uint32_t>(st[d]);
   }
+  p.rank = static_cast<uint32_t>(std::max(r, 1));
+  if (r == 0) {
+    p.dims[0] = 1;
+    p.crop[0] = 1;
+  }
+  return shape;
+}
+
+Status pad_compute(KernelContext& ctx, const PadSpec& s) {
+  const Tensor* x = ctx.input(0);
+  if (!x) return invalid_argument(ctx.where() + "missing input");
+  PadPush p{};
+  BH_ASSIGN_OR_RETURN(Shape shape, pad_geometry(*x, s, p, ctx.where()));
   BH_ASSIGN_OR_RETURN(Tensor out, ctx.allocate_output(0, x->dtype(), shape));
   if (out.numel() == 0) return Status::ok();
   p.words = words_of(x->dtype());
   BH_RETURN_IF_ERROR(check_size(out.numel(), p.words, ctx.where()));
   BH_RETURN_IF_ERROR(check_size(x->numel(), p.words, ctx.where()));
   p.n = static_cast<uint32_t>(out.numel());
-  p.rank = static_cast<uint32_t>(std::max(r, 1));
-  if (r == 0) p.dims[0] = 1, p.crop[0] = 1;
   p.mode = s.mode;
   std::memcpy(p.value, &s.value, sizeof p.value);
   BH_ASSIGN_OR_RETURN(RunState * rs, run_state(ctx));
