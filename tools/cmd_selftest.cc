@@ -33,6 +33,7 @@ void add_selftest(CLI::App& app) {
                 r.default_policy.c_str());
     std::printf("canary: %d links of ConvTranspose (%.1f MiB written) -> Slice (%.1f MiB), %d of %d nodes on the device\n",
                 a->o.links, r.convt_bytes / 1048576.0, r.slice_bytes / 1048576.0, r.nodes_on_device, r.nodes_total);
+    std::printf("CPU reference: max |y| = %.4g; tolerance 1e-3 of it\n", r.output_max);
     std::printf("%-16s %8s %9s %11s %13s %8s %8s  %s\n", "policy", "submits", "expected", "median ms", "max|diff| cpu",
                 "zeros", "= single", "verdict");
     for (const auto& p : r.policies) {

@@ -111,6 +111,7 @@ Result<SelftestReport> run_selftest(const SelftestOptions& o) {
   const Tensor& want = ref[0].second;
   double ref_max = 0;
   for (int64_t i = 0; i < want.numel(); ++i) ref_max = std::max(ref_max, double(std::abs(want.data<float>()[i])));
+  rep.output_max = ref_max;
 
   Tensor single;
   for (const std::string& policy : {std::string("single"), std::string("per-dispatch"), std::string("split"), o.auto_policy}) {

@@ -46,6 +46,7 @@ struct SelftestReport {
   std::string device, device_name, default_policy;
   int nodes_on_device = 0, nodes_total = 0;
   uint64_t convt_bytes = 0, slice_bytes = 0;  // written per link
+  double output_max = 0;                      // max |y| of the CPU reference
   std::vector<PolicyOutcome> policies;
   bool agree = false;  // every policy ran, matched the CPU and matched `single` bit for bit
 };

@@ -122,6 +122,7 @@ Result<std::shared_ptr<VulkanDevice>> VulkanDevice::open(std::shared_ptr<Instanc
     d->barrier2_ = reinterpret_cast<PFN_vkCmdPipelineBarrier2>(vkGetDeviceProcAddr(d->device_, "vkCmdPipelineBarrier2"));
 
   const VkDeviceSize align = std::max<VkDeviceSize>(256, props.limits.minStorageBufferOffsetAlignment);
+  d->storage_alignment_ = std::max<VkDeviceSize>(1, props.limits.minStorageBufferOffsetAlignment);
   d->memory_ = std::make_unique<MemoryPool>(d->device_, physical, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT, false, align,
                                             "device-local memory");
   d->staging_ = std::make_unique<MemoryPool>(d->device_, physical,
@@ -219,6 +220,11 @@ Result<BufferRange> VulkanDevice::range_of(const Tensor& t) const {
   auto* a = static_cast<const Allocation*>(t.buffer()->handle());
   const VkDeviceSize n = std::max<VkDeviceSize>(t.nbytes(), 4);
   if (t.offset() + t.nbytes() > a->size) return internal_error("vulkan: tensor " + t.describe() + " overruns its buffer");
+  // A storage-buffer descriptor must start at a multiple of the device's alignment: a
+  // view at another byte offset cannot be bound (kernels make such views copies).
+  if ((a->offset + t.offset()) % storage_alignment_ != 0)
+    return internal_error("vulkan: tensor " + t.describe() + " is a view at byte offset " + std::to_string(t.offset()) +
+                          ", not a multiple of the device's storage-buffer alignment " + std::to_string(storage_alignment_));
   return BufferRange{a->buffer, a->offset + t.offset(), std::min<VkDeviceSize>(n, a->size - t.offset())};
 }
 

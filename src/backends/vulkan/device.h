@@ -122,6 +122,7 @@ class VulkanDevice final : public Device, public std::enable_shared_from_this<Vu
   VkQueue queue_ = VK_NULL_HANDLE;
   uint32_t queue_family_ = 0;
   PFN_vkCmdPipelineBarrier2 barrier2_ = nullptr;
+  VkDeviceSize storage_alignment_ = 1;  // minStorageBufferOffsetAlignment
   DeviceInfo info_;
   Domain domain_;
   SubmitPolicy policy_;
