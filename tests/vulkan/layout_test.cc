@@ -383,14 +383,25 @@ TEST_F(VulkanLayout, ResizeMatchesTheCpu) {
   }
 }
 
-TEST_F(VulkanLayout, ResizeOfOtherAxesOrModesFallsBackToTheCpu) {
-  const std::string model = header(19) +
-                            R"(g (float[2,3,5,7] x) => (float[2,6,5,7] c, float[2,3,10,14] k)
-  <float[4] s = {1, 2, 1, 1}, float[4] t = {1, 1, 2, 2}> {
-  c = Resize <mode = "nearest"> (x, , s)
-  k = Resize <mode = "cubic"> (x, , t)
+TEST_F(VulkanLayout, ResizeNearestOverEveryAxisAndType) {
+  const std::string model = header(19) + R"(g (float[2,3,5,7] x, int64[2,3,4,2] y) => (c, z, w)
+  <float[4] s = {1.5, 2, 1, 0.75}, int64[4] sz = {3, 2, 9, 3}> {
+  c = Resize <mode = "nearest", coordinate_transformation_mode = "asymmetric", nearest_mode = "floor"> (x, , s)
+  z = Resize <mode = "nearest"> (x, , , sz)
+  w = Resize <mode = "nearest", nearest_mode = "ceil"> (y, , s)
 })";
-  expect_same(model, {{"x", random_tensor({2, 3, 5, 7}, 20)}}, 0);
+  expect_same(model, {{"x", random_tensor({2, 3, 5, 7}, 20)}, {"y", random_int64({2, 3, 4, 2}, 21)}}, 3);
+}
+
+TEST_F(VulkanLayout, ResizeOfOtherAxesOrModesFallsBackToTheCpu) {
+  const std::string model = header(19) + R"(g (float[2,3,5,7] x, float[2,3,5] v) => (c, k, t, r)
+  <float[4] s = {1, 2, 1, 1}, float[4] t2 = {1, 1, 2, 2}, float[3] s3 = {1, 2, 2}> {
+  c = Resize <mode = "linear"> (x, , s)
+  k = Resize <mode = "cubic"> (x, , t2)
+  t = Resize <mode = "nearest", coordinate_transformation_mode = "tf_half_pixel_for_nn"> (x, , t2)
+  r = Resize <mode = "nearest"> (v, , s3)
+})";
+  expect_same(model, {{"x", random_tensor({2, 3, 5, 7}, 22)}, {"v", random_tensor({2, 3, 5}, 23)}}, 0);
 }
 
 }  // namespace

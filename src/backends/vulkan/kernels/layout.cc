@@ -2,8 +2,8 @@
 // which hand the input's buffer on with a new shape and record nothing, and the copies
 // (Transpose, Concat, Slice, Pad, Gather, Resize). The copies move 32-bit words, so any
 // 4-byte type moves bitwise and 8-byte types move as two words (float32, float64, int32,
-// uint32, int64, uint64); views take every fixed-size type. Resize is float32, 4-D NCHW,
-// over H and W.
+// uint32, int64, uint64); views take every fixed-size type. Resize takes 4-D inputs:
+// nearest as an exact gather over any axis, linear for float32 over H and W (NCHW).
 //
 // Shape-like inputs (Reshape's shape, Squeeze/Unsqueeze axes, Slice's starts/ends/axes/
 // steps, Pad's pads/value/axes, Resize's scales/sizes) must be constants: they are read
@@ -608,7 +608,8 @@ Factory make_pad(const KernelInfo& info) {
 }
 
 // ---------------------------------------------------------------------------------------
-// Resize of the H and W axes of NCHW float32 (shaders/layout_resize_*.comp)
+// Resize of 4-D data: nearest over any axis, linear over H and W of NCHW float32
+// (shaders/layout_resize_*.comp)
 
 enum class Coord { kHalfPixel, kPytorchHalfPixel, kAlignCorners, kAsymmetric };
 enum class Nearest { kRoundPreferFloor, kRoundPreferCeil, kFloor, kCeil };
@@ -676,9 +677,9 @@ void linear_map(const ResizeSpec& s, const Axis& a, float& m, float& c) {
   c = static_cast<float>(cc);
 }
 
-// The two resized axes (H, W) of `in`; N and C must keep their size.
-Result<std::array<Axis, 2>> resize_axes(const ResizeSpec& s, const Shape& in, const std::string& where) {
-  std::array<Axis, 2> ax{};
+// The four axes of resizing `in`. Linear resizes only H and W: N and C must keep their size.
+Result<std::array<Axis, 4>> resize_axes(const ResizeSpec& s, const Shape& in, const std::string& where) {
+  std::array<Axis, 4> ax{};
   for (int d = 0; d < 4; ++d) {
     double scale = 0;
     int64_t out = 0;
@@ -689,16 +690,22 @@ Result<std::array<Axis, 2>> resize_axes(const ResizeSpec& s, const Shape& in, co
       scale = s.scales[d];
       out = static_cast<int64_t>(std::floor(scale * static_cast<double>(in[d])));
     }
-    if (d < 2 && (out != in[d] || scale != 1.0)) return unsupported(where + "the Vulkan Resize keeps N and C");
+    if (s.linear && d < 2 && (out != in[d] || scale != 1.0))
+      return unsupported(where + "the Vulkan linear Resize keeps N and C");
     if (out < 0 || (out > 0 && in[d] == 0)) return invalid_argument(where + "cannot resize " + shape_to_string(in));
-    if (d >= 2) ax[d - 2] = {in[d], out, scale};
+    ax[d] = {in[d], out, scale};
   }
   return ax;
 }
 
-struct ResizePush {
+struct LinearPush {
   uint32_t n, ih, iw, oh, ow;
   float my, cy, mx, cx;
+};
+
+struct NearestPush {
+  uint32_t n, words;
+  uint32_t in[4], out[4];
 };
 
 struct WordsPush {
@@ -706,9 +713,9 @@ struct WordsPush {
   uint32_t words[30];
 };
 
-// The nearest source rows then columns, written into a device table by push
-// constants.
-Status nearest_table(KernelContext& ctx, RunState* rs, const ResizeSpec& s, const std::array<Axis, 2>& ax,
+// The nearest source index along each axis for each output coordinate, axis after axis,
+// written into a device table by push constants.
+Status nearest_table(KernelContext& ctx, RunState* rs, const ResizeSpec& s, const std::array<Axis, 4>& ax,
                      Tensor& table) {
   std::vector<uint32_t> idx;
   for (const Axis& a : ax)
@@ -724,36 +731,40 @@ Status nearest_table(KernelContext& ctx, RunState* rs, const ResizeSpec& s, cons
   return Status::ok();
 }
 
-Status resize_compute(KernelContext& ctx, const ResizeSpec& s) {
-  const Tensor* x = ctx.input(0);
-  if (!x || x->dtype() != DataType::kFloat32 || x->rank() != 4)
-    return unsupported(ctx.where() + "the Vulkan Resize takes a 4-D float32 input");
-  BH_ASSIGN_OR_RETURN(auto ax, resize_axes(s, x->shape(), ctx.where()));
-  Shape shape{x->dim(0), x->dim(1), ax[0].out, ax[1].out};
-  BH_ASSIGN_OR_RETURN(Tensor out, ctx.allocate_output(0, DataType::kFloat32, shape));
-  if (out.numel() == 0) return Status::ok();
-  BH_RETURN_IF_ERROR(check_size(out.numel(), 1, ctx.where()));
-  BH_RETURN_IF_ERROR(check_size(x->numel(), 1, ctx.where()));
-  BH_ASSIGN_OR_RETURN(RunState * rs, run_state(ctx));
-  ResizePush p{static_cast<uint32_t>(out.numel()),
-               static_cast<uint32_t>(ax[0].in),
-               static_cast<uint32_t>(ax[1].in),
-               static_cast<uint32_t>(ax[0].out),
-               static_cast<uint32_t>(ax[1].out),
-               0,
-               0,
-               0,
-               0};
+Status resize_linear(RunState* rs, const Tensor& x, const Tensor& out, const ResizeSpec& s,
+                     const std::array<Axis, 4>& ax) {
+  LinearPush p{static_cast<uint32_t>(out.numel()), static_cast<uint32_t>(ax[2].in), static_cast<uint32_t>(ax[3].in),
+               static_cast<uint32_t>(ax[2].out), static_cast<uint32_t>(ax[3].out)};
+  linear_map(s, ax[2], p.my, p.cy);
+  linear_map(s, ax[3], p.mx, p.cx);
   Groups g = groups_for(out.numel());
-  if (s.linear) {
-    linear_map(s, ax[0], p.my, p.cy);
-    linear_map(s, ax[1], p.mx, p.cx);
-    return rs->dispatch("layout_resize_linear", {{x, false}, {&out, true}}, &p, sizeof p, g.x, g.y);
-  }
+  return rs->dispatch("layout_resize_linear", {{&x, false}, {&out, true}}, &p, sizeof p, g.x, g.y);
+}
+
+Status resize_nearest(KernelContext& ctx, RunState* rs, const Tensor& x, const Tensor& out, const ResizeSpec& s,
+                      const std::array<Axis, 4>& ax) {
   Tensor table;
   BH_RETURN_IF_ERROR(nearest_table(ctx, rs, s, ax, table));
-  return rs->dispatch("layout_resize_nearest", {{x, false}, {&table, false}, {&out, true}}, &p, 5 * sizeof(uint32_t),
-                      g.x, g.y);
+  NearestPush p{static_cast<uint32_t>(out.numel()), words_of(x.dtype())};
+  for (int d = 0; d < 4; ++d) {
+    p.in[d] = static_cast<uint32_t>(ax[d].in);
+    p.out[d] = static_cast<uint32_t>(ax[d].out);
+  }
+  Groups g = groups_for(out.numel());
+  return rs->dispatch("layout_resize_nearest", {{&x, false}, {&table, false}, {&out, true}}, &p, sizeof p, g.x, g.y);
+}
+
+Status resize_compute(KernelContext& ctx, const ResizeSpec& s) {
+  const Tensor* x = ctx.input(0);
+  if (!x || x->rank() != 4) return invalid_argument(ctx.where() + "the Vulkan Resize takes a 4-D input");
+  BH_ASSIGN_OR_RETURN(auto ax, resize_axes(s, x->shape(), ctx.where()));
+  BH_ASSIGN_OR_RETURN(Tensor out, ctx.allocate_output(0, x->dtype(), {ax[0].out, ax[1].out, ax[2].out, ax[3].out}));
+  if (out.numel() == 0) return Status::ok();
+  const uint32_t words = words_of(x->dtype());
+  BH_RETURN_IF_ERROR(check_size(out.numel(), words, ctx.where()));
+  BH_RETURN_IF_ERROR(check_size(x->numel(), words, ctx.where()));
+  BH_ASSIGN_OR_RETURN(RunState * rs, run_state(ctx));
+  return s.linear ? resize_linear(rs, *x, out, s, ax) : resize_nearest(ctx, rs, *x, out, s, ax);
 }
 
 // Attribute `name` as the index of its value in `values`, or unsupported.
@@ -784,8 +795,8 @@ Status resize_inputs(const KernelInfo& info, ResizeSpec& s) {
     s.scales.assign(t.data<float>(), t.data<float>() + t.numel());
     for (float v : s.scales)
       if (!(v > 0) || !std::isfinite(v)) return unsupported(info.where() + "scales must be positive");
-    if (s.scales.size() == 4 && (s.scales[0] != 1 || s.scales[1] != 1))
-      return unsupported(info.where() + "the Vulkan Resize keeps N and C");
+    if (s.linear && s.scales.size() == 4 && (s.scales[0] != 1 || s.scales[1] != 1))
+      return unsupported(info.where() + "the Vulkan linear Resize keeps N and C");
   }
   if (s.sizes.size() != 4 && s.scales.size() != 4)
     return unsupported(info.where() + "the Vulkan Resize needs 4 scales or 4 sizes");
@@ -793,7 +804,6 @@ Status resize_inputs(const KernelInfo& info, ResizeSpec& s) {
 }
 
 Factory make_resize(const KernelInfo& info) {
-  BH_RETURN_IF_ERROR(require_types(info, {DataType::kFloat32}, {0}));
   const ir::Node& n = info.node;
   if (n.attr_int("antialias", 0) != 0 || n.has_attr("axes") ||
       n.attr_string("keep_aspect_ratio_policy", "stretch") != "stretch")
@@ -801,6 +811,11 @@ Factory make_resize(const KernelInfo& info) {
   ResizeSpec s;
   BH_ASSIGN_OR_RETURN(int mode, pick(info, "mode", "nearest", {"nearest", "linear"}));
   s.linear = mode == 1;
+  if (s.linear) {
+    BH_RETURN_IF_ERROR(require_types(info, {DataType::kFloat32}, {0}));
+  } else {
+    BH_RETURN_IF_ERROR(require_types(info, kMoved, {0}));
+  }
   if (s.linear && n.attr_int("exclude_outside", 0) != 0)
     return unsupported(info.where() + "the Vulkan Resize has no exclude_outside");
   BH_ASSIGN_OR_RETURN(int coord, pick(info, "coordinate_transformation_mode", "half_pixel",
