@@ -235,6 +235,19 @@ TEST_F(VulkanLayout, TransposeAnyPermutationUpToRankSix) {
               5);
 }
 
+// Above rank 6: axes of size 1 merge away (the default-perm Transpose runs on Vulkan);
+// an explicit rank-7 perm and rank-7 pads go to the CPU.
+TEST_F(VulkanLayout, RankSevenMergesOrFallsBackToTheCpu) {
+  const std::string model = header(17) + R"(g (float[1,2,1,2,1,2,3] x) =>
+      (float[3,2,1,2,1,2,1] t, float[3,2,1,2,1,2,1] e, float[1,2,1,2,1,2,5] p)
+  <int64[14] pads = {0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 1}> {
+  t = Transpose(x)
+  e = Transpose <perm = [6, 5, 4, 3, 2, 1, 0]> (x)
+  p = Pad(x, pads)
+})";
+  expect_same(model, {{"x", random_tensor({1, 2, 1, 2, 1, 2, 3}, 24)}}, 1);
+}
+
 TEST_F(VulkanLayout, ConcatAlongAnyAxis) {
   const std::string model = header(17) +
                             R"(g (float[2,3,4] a, float[2,1,4] b, float[2,5,4] c, float[2,3,2] d) =>

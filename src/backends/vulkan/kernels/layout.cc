@@ -296,6 +296,7 @@ Factory make_transpose(const KernelInfo& info) {
   BH_RETURN_IF_ERROR(require_types(info, kMoved, {0}));
   const Ints attr = info.node.attr_ints("perm");
   const bool has = info.node.has_attr("perm");
+  if (attr.size() > kMaxRank) return unsupported(info.where() + "the Vulkan Transpose takes rank 6 at most");
   return make_kernel([attr, has](KernelContext& ctx) -> Status {
     const Tensor* x = ctx.input(0);
     if (!x) return invalid_argument(ctx.where() + "missing input");
@@ -604,6 +605,8 @@ Factory make_pad(const KernelInfo& info) {
   } else {
     BH_RETURN_IF_ERROR(pad_inputs(info, s));
   }
+  if (s.axes.empty() && s.pads.size() > 2 * kMaxRank)
+    return unsupported(info.where() + "the Vulkan Pad takes rank 6 at most");
   return make_kernel([s](KernelContext& ctx) { return pad_compute(ctx, s); });
 }
 
