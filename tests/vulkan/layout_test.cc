@@ -14,10 +14,11 @@
 namespace bulkhead::test {
 namespace {
 
-SessionOptions vulkan_options() {
+SessionOptions vulkan_options(const std::string& policy = "") {
   SessionOptions o;
   o.devices = {"vulkan:0", "cpu"};
   o.threads = 1;
+  o.submit_policy = policy;
   return o;
 }
 
@@ -393,6 +394,29 @@ TEST_F(VulkanLayout, ResizeMatchesTheCpu) {
         EXPECT_LT(max_rel_diff((*b)[1].second, (*a)[1].second), 1e-5) << "linear";
       }
     }
+  }
+}
+
+// Kernels that record several dispatches (Concat's slabs, Resize's table then its gather)
+// give the same bytes under every submission policy.
+TEST_F(VulkanLayout, MultiDispatchKernelsAgreeUnderEveryPolicy) {
+  std::string bytes = model_text_bytes(header(19) + R"(g (float[2,3,40,40] x) => (float[2,9,40,40] c, n)
+  <float[4] s = {1, 1, 1.5, 0.7}> {
+  c = Concat <axis = 1> (x, x, x)
+  n = Resize <mode = "nearest"> (x, , s)
+})");
+  NamedTensors in = {{"x", random_tensor({2, 3, 40, 40}, 25)}};
+  auto cpu = env_.load_bytes(bytes, "cpu", cpu_options());
+  ASSERT_TRUE(cpu.is_ok()) << cpu.status().to_string();
+  auto want = cpu->run(in);
+  ASSERT_TRUE(want.is_ok()) << want.status().to_string();
+  for (const char* policy : {"single", "per-dispatch", "split", "auto:1"}) {
+    auto gpu = env_.load_bytes(bytes, "gpu", vulkan_options(policy));
+    ASSERT_TRUE(gpu.is_ok()) << policy << ": " << gpu.status().to_string();
+    auto got = gpu->run(in);
+    ASSERT_TRUE(got.is_ok()) << policy << ": " << got.status().to_string();
+    for (size_t i = 0; i < want->size(); ++i)
+      EXPECT_TRUE(bitwise_equal((*got)[i].second, (*want)[i].second)) << policy << " " << (*want)[i].first;
   }
 }
 
