@@ -52,6 +52,10 @@ int conformance_cmd(ConfArgs& a) {
     if (c > p) a.opts.devices.push_back(spec.substr(p, c - p));
     p = c + 1;
   }
+  // Nodes the listed devices cannot run fall back to the CPU (as in `check`).
+  bool has_cpu = false;
+  for (const auto& d : a.opts.devices) has_cpu = has_cpu || d == "cpu" || d.rfind("cpu:", 0) == 0;
+  if (!has_cpu) a.opts.devices.push_back("cpu");
   {
     Env env;  // validate the device list before forking
     auto bs = env.backends();
@@ -146,7 +150,7 @@ void add_conformance(CLI::App& app) {
   auto a = std::make_shared<ConfArgs>();
   auto* cmd = app.add_subcommand("conformance", "Run ONNX backend test cases and compare with the reference outputs");
   cmd->add_option("--data", a->opts.data_dir, "onnx-backend-data folder, or one of its folders (node, light, ...)")->required();
-  cmd->add_option("--backend", a->backend, "device list, e.g. cpu or vulkan,cpu");
+  cmd->add_option("--backend", a->backend, "device list, e.g. cpu or vulkan (the CPU is added as the fallback)");
   cmd->add_option("--json", a->json, "write results as JSON here");
   cmd->add_option("--filter", a->opts.filter, "only cases whose folder/case matches this regex");
   cmd->add_option("--cases", a->opts.cases_tsv, "tier table (default: <data>/../conformance/cases.tsv)");
