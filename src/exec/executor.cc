@@ -1,5 +1,6 @@
 #include "exec/executor.h"
 
+#include <algorithm>
 #include <chrono>
 #include <map>
 #include <unordered_set>
@@ -126,9 +127,17 @@ Result<std::unique_ptr<CompiledGraph>> compile(const ir::Graph& graph, const Com
     }
     // Placement: the first device in the session's list that has this operator and
     // accepts this node.
+    std::vector<std::string> seen;
+    std::string backends;
+    for (const auto& pl : opts.placements) {
+      const std::string& b = pl.device->info().backend;
+      if (std::find(seen.begin(), seen.end(), b) != seen.end()) continue;
+      seen.push_back(b);
+      backends += (backends.empty() ? "" : " or ") + b;
+    }
     Status last = unsupported(node.label() + ": operator " + (node.domain.empty() ? "" : node.domain + ".") +
                               node.op_type + " (opset " + std::to_string(node.opset) + ") is not supported by " +
-                              (opts.placements.empty() ? std::string("any device") : opts.placements[0].device->info().backend));
+                              (backends.empty() ? std::string("any device") : backends));
     bool placed = false;
     for (size_t p = 0; p < opts.placements.size() && !placed; ++p) {
       const KernelFactory* f = opts.placements[p].device->kernels().find(node.domain, node.op_type, node.opset);

@@ -4,6 +4,7 @@
 // CPU, every submission policy giving the same answer with the submits each promises,
 // per-session state under interleaved sessions, and clear errors for bad options.
 #include <cstdlib>
+#include <optional>
 #include <thread>
 
 #include "backends/vulkan/vulkan_backend.h"
@@ -205,6 +206,50 @@ TEST_F(Vulkan, InterleavedSessionsEachGetTheirOwnOutputs) {
   t1.join();
   t2.join();
   t3.join();
+  EXPECT_EQ(bad.load(), 0);
+}
+
+TEST_F(Vulkan, MixedBackendsCreatedOnOneThreadRunOnOthersAndCopyBackAndForth) {
+  // The field's GPU plugin followed a process-global "current backend": here a CPU and a
+  // Vulkan session made on one thread are run from two others, and their results are
+  // copied into each other's domains with Env::copy in alternation.
+  std::string bytes = model_text_bytes(kChain);
+  std::optional<Session> cpu, gpu;
+  std::thread maker([&] {
+    auto c = env_.load_bytes(bytes, "chain", cpu_options());
+    auto g = env_.load_bytes(bytes, "chain", vulkan_options());
+    ASSERT_TRUE(c.is_ok() && g.is_ok());
+    cpu = *c;
+    gpu = *g;
+  });
+  maker.join();
+  ASSERT_TRUE(cpu && gpu);
+  auto dev = env_.impl()->acquire_device("vulkan:0");
+  ASSERT_TRUE(dev.is_ok());
+  auto alloc = (*dev)->create_session_allocator("mixed-test");
+  std::atomic<int> bad{0};
+  auto worker = [&](uint32_t seed) {
+    for (int i = 0; i < 10; ++i) {
+      NamedTensors in = {{"x", random_tensor({2, 3, 40}, seed + i)}, {"z", random_tensor({3, 1}, seed + 100 + i)}};
+      const Session& first = i % 2 ? *cpu : *gpu;
+      const Session& second = i % 2 ? *gpu : *cpu;
+      auto a = first.run(in);
+      auto b = second.run(in);
+      if (!a.is_ok() || !b.is_ok() || max_rel_diff((*a)[0].second, (*b)[0].second) > 1e-5) {
+        ++bad;
+        continue;
+      }
+      // Host -> Vulkan -> host, routed by the domains of the two ends.
+      auto on_gpu = Tensor::allocate(*alloc, DataType::kFloat32, (*a)[0].second.shape());
+      Tensor back = Tensor::host(DataType::kFloat32, (*a)[0].second.shape());
+      if (!on_gpu.is_ok() || !env_.copy((*a)[0].second, *on_gpu).is_ok() || !env_.copy(*on_gpu, back).is_ok() ||
+          !bitwise_equal(back, (*a)[0].second))
+        ++bad;
+    }
+  };
+  std::thread t1(worker, 1000), t2(worker, 2000);
+  t1.join();
+  t2.join();
   EXPECT_EQ(bad.load(), 0);
 }
 
