@@ -38,6 +38,10 @@ struct RunStart {
   const std::vector<const ir::Node*>* nodes = nullptr;
   // The run's graph inputs, in graph order (none where an initializer default is used).
   const std::vector<Value>* inputs = nullptr;
+  // Every run of this graph makes the same allocations and dispatches: static shapes, no
+  // control flow (If/Loop/Scan). A device may then record the run once and replay it
+  // (I6), when the session allows it (SessionConfig::graph_capture).
+  bool capturable = false;
 };
 
 // What a device is told about a session opening on it (Device::open_session).

@@ -225,6 +225,8 @@ Result<std::unique_ptr<CompiledGraph>> compile(const ir::Graph& graph, const Com
   }
   for (int s = 0; s < cg->num_slots; ++s)
     if (!keep[s] && last_use[s] >= 0) cg->steps[last_use[s]].release.push_back(s);
+  cg->capturable = !parent && graph.all_shapes_static();
+  for (const auto& st : cg->steps) cg->capturable = cg->capturable && st.subgraphs.empty();
   cg->nodes_per_placement.assign(opts.placements.size(), {});
   for (const auto& st : cg->steps) cg->nodes_per_placement[st.placement].push_back(st.node);
   return cg;
@@ -309,7 +311,7 @@ Result<std::vector<Value>> run(const CompiledGraph& g, std::vector<Value> inputs
   const RunContext* rcp = &rc;
   if (!outer) {
     for (size_t p = 0; p < placements.size(); ++p) {
-      RunStart start{placements[p].allocator.get(), &g.nodes_per_placement[p], &inputs};
+      RunStart start{placements[p].allocator.get(), &g.nodes_per_placement[p], &inputs, g.capturable};
       if (auto st = placements[p].device->begin_run(start)) {
         device_states.resize(placements.size());
         device_states[p] = std::move(st);
@@ -329,6 +331,25 @@ Result<std::vector<Value>> run(const CompiledGraph& g, std::vector<Value> inputs
       Status s = placements[p].device->flush(device_states[p].get());
       if (!s.is_ok() && outs.is_ok()) outs = s;
     }
+  // A top-level run hands back outputs the CPU can read: device-local ones are copied to
+  // host memory here, while the run still owns its device state (a replayed capture
+  // reuses its memory in the next run).
+  if (!outer && outs.is_ok()) {
+    auto to_host = [&](Tensor& t) -> Status {
+      if (t.dtype() == DataType::kString || t.numel() == 0 || t.raw()) return Status::ok();
+      Tensor h = Tensor::host(t.dtype(), t.shape());
+      BH_RETURN_IF_ERROR(rc.router->copy(t, h));
+      t = h;
+      return Status::ok();
+    };
+    for (size_t i = 0; i < outs->size(); ++i) {
+      Value& v = (*outs)[i];
+      Status s = v.is_tensor() ? to_host(v.tensor) : Status::ok();
+      for (auto& t : v.sequence)
+        if (s.is_ok()) s = to_host(t);
+      if (!s.is_ok()) return s.with_context("graph output " + std::to_string(i) + ": ");
+    }
+  }
   return outs;
 }
 

@@ -63,6 +63,8 @@ struct CompiledGraph {
   // The steps of this graph on each placement, in order (Device::begin_run's node list).
   std::vector<std::vector<const ir::Node*>> nodes_per_placement;
   int folded_nodes = 0;  // nodes computed once at compile time (all inputs constant)
+  // Static shapes and no subgraphs: every run does the same work (RunStart::capturable).
+  bool capturable = false;
   // Values of this graph known at compile time (initializers and folded results), by name;
   // subgraphs read these as constants too.
   std::unordered_map<std::string, Tensor> constant_values;

@@ -311,15 +311,9 @@ Result<NamedValues> run_session(const SessionImpl& s, const NamedValues& inputs,
   NamedValues result;
   for (size_t i : wanted) {
     Value v = (*outs)[i];
-    // Outputs are the caller's and readable by the CPU (device-local ones are copied to
+    // Outputs are the caller's (and CPU-readable: exec::run copied device-local ones to
     // host memory): never an alias of an input or of the model's weights.
     auto own = [&](Tensor& t) -> Status {
-      if (t.dtype() != DataType::kString && t.numel() > 0 && !t.raw()) {
-        Tensor h = Tensor::host(t.dtype(), t.shape());
-        BH_RETURN_IF_ERROR(s.env->router()->copy(t, h).with_context("output '" + s.outputs[i].name + "': "));
-        t = h;
-        return Status::ok();
-      }
       if (!own_outputs) return Status::ok();
       if (t.buffer() && foreign.count(t.buffer().get())) t = t.clone_host();
       else if (t.dtype() == DataType::kString) t = t.clone_host();

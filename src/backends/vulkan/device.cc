@@ -15,11 +15,54 @@ constexpr uint64_t kFenceTimeoutNs = uint64_t{120} * 1000 * 1000 * 1000;
 
 // ---------------------------------------------------------------- SessionAllocator
 
-SessionAllocator::SessionAllocator(std::shared_ptr<VulkanDevice> device, std::string owner, SubmitPolicy policy)
-    : device_(std::move(device)), owner_(std::move(owner)), policy_(std::move(policy)) {}
+SessionAllocator::SessionAllocator(std::shared_ptr<VulkanDevice> device, std::string owner, SubmitPolicy policy,
+                                   bool graph_capture)
+    : device_(std::move(device)), owner_(std::move(owner)), policy_(std::move(policy)), graph_capture_(graph_capture) {}
 
 SessionAllocator::~SessionAllocator() {
   for (auto& f : idle_) destroy(*f);
+  for (auto& f : capture_.segments) destroy(*f);
+  for (Allocation* a : capture_.arena) {
+    a->in_arena = false;
+    device_->memory().free(a);
+  }
+}
+
+Capture* SessionAllocator::try_take_capture() {
+  if (!graph_capture_ || !capture_mu_.try_lock()) return nullptr;
+  if (capture_.state == Capture::State::kOff) {
+    capture_mu_.unlock();
+    return nullptr;
+  }
+  capture_thread_.store(std::this_thread::get_id());
+  return &capture_;
+}
+
+void SessionAllocator::give_back_capture() {
+  arena_mode_ = ArenaMode::kNone;
+  capture_thread_.store(std::thread::id());
+  capture_mu_.unlock();
+}
+
+void SessionAllocator::set_arena_mode(ArenaMode mode) {
+  arena_mode_ = mode;
+  arena_next_ = 0;
+}
+
+Result<std::shared_ptr<Buffer>> SessionAllocator::arena_allocate(size_t size) {
+  Allocation* a = nullptr;
+  if (arena_mode_ == ArenaMode::kRecord) {
+    BH_ASSIGN_OR_RETURN(a, device_->memory().allocate(size));
+    a->in_arena = true;
+    capture_.arena.push_back(a);
+  } else {
+    // Replay: the recorded run's allocation at this position — same size, or the run
+    // is not the one recorded.
+    if (arena_next_ >= capture_.arena.size() || capture_.arena[arena_next_]->size < size)
+      return internal_error("vulkan: graph capture: this run allocates differently from the recorded one");
+    a = capture_.arena[arena_next_++];
+  }
+  return std::make_shared<Buffer>(shared_from_this(), domain(), nullptr, size, a);
 }
 
 void SessionAllocator::destroy(CommandFrame& f) {
@@ -32,11 +75,19 @@ void SessionAllocator::destroy(CommandFrame& f) {
 const Domain& SessionAllocator::domain() const { return device_->compute_domain(); }
 
 Result<std::shared_ptr<Buffer>> SessionAllocator::allocate(size_t size, size_t alignment) {
+  // The run holding the capture allocates from its arena (only on its own thread: a
+  // concurrent uncaptured run of this session allocates normally).
+  if (arena_mode_ != ArenaMode::kNone && capture_thread_.load() == std::this_thread::get_id())
+    return arena_allocate(size);
   BH_ASSIGN_OR_RETURN(Allocation * a, device_->memory().allocate(size));
   return std::make_shared<Buffer>(shared_from_this(), domain(), nullptr, size, a);
 }
 
-void SessionAllocator::release(void*, void* handle, size_t) { device_->memory().free(static_cast<Allocation*>(handle)); }
+void SessionAllocator::release(void*, void* handle, size_t) {
+  auto* a = static_cast<Allocation*>(handle);
+  if (a && a->in_arena) return;  // the capture keeps it for the next replay
+  device_->memory().free(a);
+}
 
 Result<std::unique_ptr<CommandFrame>> SessionAllocator::acquire_frame() {
   {
@@ -183,13 +234,15 @@ Result<std::shared_ptr<Allocator>> VulkanDevice::open_session(const SessionConfi
     BH_ASSIGN_OR_RETURN(policy, parse_policy(config.submit_policy, "session option 'submit_policy'"));
   }
   return std::shared_ptr<Allocator>(std::make_shared<SessionAllocator>(
-      shared_from_this(), info_.backend + ":" + std::to_string(info_.ordinal) + ":" + config.owner, policy));
+      shared_from_this(), info_.backend + ":" + std::to_string(info_.ordinal) + ":" + config.owner, policy,
+      config.graph_capture));
 }
 
 std::shared_ptr<void> VulkanDevice::begin_run(const RunStart& run) {
   auto* session = dynamic_cast<SessionAllocator*>(run.session_allocator);
   if (!session) return nullptr;
-  return std::make_shared<RunState>(std::static_pointer_cast<SessionAllocator>(session->shared_from_this()));
+  return std::make_shared<RunState>(std::static_pointer_cast<SessionAllocator>(session->shared_from_this()),
+                                    run.capturable);
 }
 
 Status VulkanDevice::flush(void* run_state) {

@@ -22,6 +22,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "backend/backend.h"
@@ -39,6 +40,7 @@ struct BufferRange {
 };
 
 class VulkanDevice;
+struct Pipeline;
 
 // One command buffer with its pool, fence and descriptor pools: the execution state a
 // run records into. Owned by a SessionAllocator; lent to one run at a time.
@@ -50,9 +52,28 @@ struct CommandFrame {
   size_t descriptor_pool_in_use = 0;
 };
 
+// A session's captured run (I6): every allocation and dispatch of one run, recorded
+// into command buffers that later runs of the same session replay instead of recording
+// again. Keyed to its session: nothing in it is shared with another.
+struct Capture {
+  enum class State { kEmpty, kReady, kOff };
+  struct Dispatch {
+    const Pipeline* pipeline = nullptr;
+    std::vector<BufferRange> ranges;
+    std::vector<uint8_t> push;
+    uint32_t groups[3] = {1, 1, 1};
+  };
+  State state = State::kEmpty;
+  std::vector<Allocation*> arena;                       // the run's allocations, in order
+  std::vector<Dispatch> dispatches;                     // the run's dispatches, in order
+  std::vector<std::unique_ptr<CommandFrame>> segments;  // one command buffer per submit
+  std::vector<size_t> segment_end;                      // dispatches recorded by the end of each
+};
+
 class SessionAllocator final : public Allocator {
  public:
-  SessionAllocator(std::shared_ptr<VulkanDevice> device, std::string owner, SubmitPolicy policy);
+  SessionAllocator(std::shared_ptr<VulkanDevice> device, std::string owner, SubmitPolicy policy,
+                   bool graph_capture = true);
   ~SessionAllocator() override;
 
   const Domain& domain() const override;
@@ -66,13 +87,30 @@ class SessionAllocator final : public Allocator {
   Result<std::unique_ptr<CommandFrame>> acquire_frame();
   void return_frame(std::unique_ptr<CommandFrame> frame);
 
+  // Graph capture. A run that may capture takes the session's capture for its whole
+  // length (try_take_capture; another run of the session meanwhile runs uncaptured) and
+  // routes the allocations its thread makes to the capture's arena: new ones while
+  // recording, the recorded ones again, in order, while replaying.
+  bool graph_capture() const { return graph_capture_; }
+  Capture* try_take_capture();      // null when another run has it or capture is off
+  void give_back_capture();
+  enum class ArenaMode { kNone, kRecord, kReplay };
+  void set_arena_mode(ArenaMode mode);  // for the capture holder's thread
+
  private:
   void destroy(CommandFrame& f);
+  Result<std::shared_ptr<Buffer>> arena_allocate(size_t size);
   std::shared_ptr<VulkanDevice> device_;
   std::string owner_;
   SubmitPolicy policy_;
   std::mutex mu_;
   std::vector<std::unique_ptr<CommandFrame>> idle_;
+  bool graph_capture_ = true;
+  std::mutex capture_mu_;  // held by the run that has the capture
+  Capture capture_;
+  std::atomic<std::thread::id> capture_thread_{};
+  ArenaMode arena_mode_ = ArenaMode::kNone;  // of the capture holder
+  size_t arena_next_ = 0;                    // replay: the next arena slot
 };
 
 class VulkanDevice final : public Device, public std::enable_shared_from_this<VulkanDevice> {
@@ -110,6 +148,8 @@ class VulkanDevice final : public Device, public std::enable_shared_from_this<Vu
   void note_run_submit() { run_submits_.fetch_add(1); }
   uint64_t dispatches() const { return dispatches_.load(); }
   void note_dispatch() { dispatches_.fetch_add(1); }
+  uint64_t replays() const { return replays_.load(); }  // submits of captured command buffers
+  void note_replay() { replays_.fetch_add(1); }
   uint64_t validation_messages() const { return instance_->validation_messages(); }
 
  private:
@@ -136,7 +176,7 @@ class VulkanDevice final : public Device, public std::enable_shared_from_this<Vu
   VkCommandPool transfer_pool_ = VK_NULL_HANDLE;
   VkCommandBuffer transfer_cb_ = VK_NULL_HANDLE;
   VkFence transfer_fence_ = VK_NULL_HANDLE;
-  std::atomic<uint64_t> submits_{0}, run_submits_{0}, dispatches_{0};
+  std::atomic<uint64_t> submits_{0}, run_submits_{0}, dispatches_{0}, replays_{0};
 };
 
 }  // namespace bulkhead::vulkan

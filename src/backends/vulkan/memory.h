@@ -29,6 +29,7 @@ struct Allocation {
   VkDeviceSize size = 0;
   void* mapped = nullptr;            // CPU address of the range (host-visible pools only)
   Block* block = nullptr;
+  bool in_arena = false;             // owned by a session's capture arena, not by its Buffer
 };
 
 class MemoryPool {

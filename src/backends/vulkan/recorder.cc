@@ -1,5 +1,6 @@
 #include "backends/vulkan/recorder.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "backends/vulkan/vk_util.h"
@@ -12,20 +13,80 @@ constexpr uint32_t kMaxBindings = 8;
 
 }  // namespace
 
-RunState::RunState(std::shared_ptr<SessionAllocator> session) : session_(std::move(session)) {
+RunState::RunState(std::shared_ptr<SessionAllocator> session, bool capturable) : session_(std::move(session)) {
+  if (capturable && (capture_ = session_->try_take_capture())) {
+    mode_ = capture_->state == Capture::State::kReady ? Mode::kReplaying : Mode::kRecording;
+    session_->set_arena_mode(mode_ == Mode::kReplaying ? SessionAllocator::ArenaMode::kReplay
+                                                       : SessionAllocator::ArenaMode::kRecord);
+  }
+  if (mode_ == Mode::kReplaying) return;  // submits the recorded command buffers: no frame
   auto f = session_->acquire_frame();
   if (f.is_ok()) frame_ = std::move(f).value();
   else error_ = f.status();
 }
 
 RunState::~RunState() {
-  if (!frame_) return;
-  if (recording_) {
+  if (frame_ && recording_) {
     // A run that failed part-way: finish what was recorded so nothing is in flight when
     // the buffers and the frame go back.
+    failed_ = true;
     (void)flush();
   }
-  session_->return_frame(std::move(frame_));
+  if (capture_) end_capture();
+  if (frame_) session_->return_frame(std::move(frame_));
+}
+
+void RunState::end_capture() {
+  if (mode_ == Mode::kRecording) {
+    // Kept only when the whole run was recorded and completed.
+    capture_->state = failed_ || capture_->dispatches.empty() ? Capture::State::kOff : Capture::State::kReady;
+  } else if (failed_ || replay_pending_) {
+    capture_->state = Capture::State::kOff;
+  }
+  session_->give_back_capture();
+  capture_ = nullptr;
+}
+
+Status RunState::replay_dispatch(const Pipeline& p, const std::vector<BufferRange>& ranges, const void* push,
+                                 uint32_t push_bytes, const uint32_t groups[3]) {
+  const size_t i = static_cast<size_t>(dispatches_);
+  const uint8_t* bytes = static_cast<const uint8_t*>(push);
+  bool same = i < capture_->dispatches.size();
+  if (same) {
+    const Capture::Dispatch& d = capture_->dispatches[i];
+    same = d.pipeline == &p && d.ranges.size() == ranges.size() && d.push.size() == push_bytes &&
+           std::equal(d.push.begin(), d.push.end(), bytes) && d.groups[0] == groups[0] && d.groups[1] == groups[1] &&
+           d.groups[2] == groups[2];
+    for (size_t b = 0; same && b < ranges.size(); ++b)
+      same = d.ranges[b].buffer == ranges[b].buffer && d.ranges[b].offset == ranges[b].offset &&
+             d.ranges[b].size == ranges[b].size;
+  }
+  if (!same) {
+    failed_ = true;
+    return internal_error("vulkan: graph capture: dispatch " + std::to_string(i) + " ('" + p.name +
+                          "') differs from the recorded run; capture is now off for this session");
+  }
+  ++dispatches_;
+  replay_pending_ = true;
+  return Status::ok();
+}
+
+Status RunState::replay_flush() {
+  if (!replay_pending_) return Status::ok();
+  if (segment_ >= capture_->segments.size() || capture_->segment_end[segment_] != dispatches_) {
+    failed_ = true;
+    return internal_error("vulkan: graph capture: the run reached the host at another point than the recorded one");
+  }
+  VulkanDevice& dev = device();
+  Status s = dev.submit_and_wait(capture_->segments[segment_]->cb, capture_->segments[segment_]->fence,
+                                 "a replayed run");
+  ++submits_;
+  dev.note_run_submit();
+  dev.note_replay();
+  ++segment_;
+  replay_pending_ = false;
+  if (!s.is_ok()) failed_ = true;
+  return s;
 }
 
 void RunState::barrier(VkPipelineStageFlags2 src_stage, VkAccessFlags2 src_access, VkPipelineStageFlags2 dst_stage,
@@ -53,7 +114,8 @@ void RunState::barrier(VkPipelineStageFlags2 src_stage, VkAccessFlags2 src_acces
 
 Status RunState::begin() {
   VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
-  bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
+  // A recorded command buffer is submitted again by later runs.
+  bi.flags = mode_ == Mode::kRecording ? 0 : VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
   BH_VK(vkBeginCommandBuffer(frame_->cb, &bi), "cannot begin a command buffer");
   recording_ = true;
   // Order this batch after everything submitted before it on the queue: uploads
@@ -93,7 +155,7 @@ Result<VkDescriptorSet> RunState::descriptor_set(const Pipeline& p) {
 
 Status RunState::dispatch(const std::string& shader, const std::vector<Bind>& binds, const void* push,
                           uint32_t push_bytes, uint32_t gx, uint32_t gy, uint32_t gz) {
-  if (!frame_) return error_;
+  if (mode_ != Mode::kReplaying && !frame_) return error_;
   VulkanDevice& dev = device();
   BH_ASSIGN_OR_RETURN(const Pipeline* p, dev.pipelines().get(shader));
   if (binds.size() != p->bindings || binds.size() > kMaxBindings)
@@ -102,9 +164,29 @@ Status RunState::dispatch(const std::string& shader, const std::vector<Bind>& bi
   if (push_bytes > kPushBytes) return internal_error("vulkan: push constants of '" + shader + "' are too large");
   if (gx == 0 || gy == 0 || gz == 0) return Status::ok();  // nothing to do
   std::vector<VkDescriptorBufferInfo> infos(binds.size());
+  std::vector<BufferRange> ranges(binds.size());
   for (size_t i = 0; i < binds.size(); ++i) {
-    BH_ASSIGN_OR_RETURN(BufferRange r, dev.range_of(*binds[i].tensor));
-    infos[i] = {r.buffer, r.offset, r.size};
+    BH_ASSIGN_OR_RETURN(ranges[i], dev.range_of(*binds[i].tensor));
+    infos[i] = {ranges[i].buffer, ranges[i].offset, ranges[i].size};
+  }
+  const uint32_t groups[3] = {gx, gy, gz};
+  if (mode_ == Mode::kReplaying) {
+    BH_RETURN_IF_ERROR(replay_dispatch(*p, ranges, push, push_bytes, groups));
+    dev.note_dispatch();
+    // The policy's submit points were recorded: replay submits where the recording did.
+    const size_t i = static_cast<size_t>(dispatches_);
+    if (segment_ < capture_->segment_end.size() && capture_->segment_end[segment_] == i &&
+        (policy().policy == Policy::kSplit || policy().policy == Policy::kAuto))
+      return replay_flush();
+    return Status::ok();
+  }
+  if (mode_ == Mode::kRecording) {
+    Capture::Dispatch d;
+    d.pipeline = p;
+    d.ranges = ranges;
+    d.push.assign(static_cast<const uint8_t*>(push), static_cast<const uint8_t*>(push) + push_bytes);
+    std::copy(groups, groups + 3, d.groups);
+    capture_->dispatches.push_back(std::move(d));
   }
   if (!recording_) BH_RETURN_IF_ERROR(begin());
   // single / auto: a barrier only where this dispatch depends on an earlier one of the
@@ -161,6 +243,7 @@ Status RunState::dispatch(const std::string& shader, const std::vector<Bind>& bi
 }
 
 Status RunState::flush() {
+  if (mode_ == Mode::kReplaying) return replay_flush();
   if (!frame_) return error_;
   if (!recording_) return Status::ok();
   recording_ = false;
@@ -176,9 +259,23 @@ Status RunState::flush() {
     new std::vector<std::shared_ptr<Buffer>>(std::move(in_flight_));
     (void)frame_.release();
     error_ = s;
+    failed_ = true;
     return s;
   }
   in_flight_.clear();  // completed: the memory may be reused
+  if (mode_ == Mode::kRecording) {
+    // Kept for replay, with its descriptor sets; the next dispatches go to a new frame.
+    capture_->segments.push_back(std::move(frame_));
+    capture_->segment_end.push_back(static_cast<size_t>(dispatches_));
+    auto f = session_->acquire_frame();
+    if (!f.is_ok()) {
+      failed_ = true;
+      error_ = f.status();
+      return f.status();
+    }
+    frame_ = std::move(f).value();
+    return Status::ok();
+  }
   vkResetCommandPool(dev.vk(), frame_->pool, 0);
   for (VkDescriptorPool pool : frame_->descriptor_pools) vkResetDescriptorPool(dev.vk(), pool, 0);
   frame_->descriptor_pool_in_use = 0;

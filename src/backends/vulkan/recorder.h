@@ -9,6 +9,15 @@
 // what is recorded and waits; the executor calls it before a result leaves the device
 // and at the end of the run.
 //
+// Graph capture (I6): a capturable run (RunStart::capturable) of a session with
+// graph_capture on takes the session's Capture. The first such run records: its
+// allocations come from the capture's arena and its command buffers are kept, one per
+// submit. Later runs replay: they get the same allocations in the same order, their
+// dispatches are checked against the recorded ones (pipeline, buffers, push constants,
+// groups) instead of being recorded, and each flush submits the recorded command buffer
+// of that point. A run that diverges fails with an error and turns capture off for the
+// session. While one run holds the capture, other runs of the session run uncaptured.
+//
 // Ownership: the run owns the frame until it ends, then gives it back to the session.
 // Thread-safety: one run, one thread (the executor's).
 #pragma once
@@ -23,7 +32,7 @@ namespace bulkhead::vulkan {
 
 class RunState {
  public:
-  RunState(std::shared_ptr<SessionAllocator> session);
+  RunState(std::shared_ptr<SessionAllocator> session, bool capturable = false);
   ~RunState();
   RunState(const RunState&) = delete;
   RunState& operator=(const RunState&) = delete;
@@ -45,12 +54,22 @@ class RunState {
   uint64_t dispatches() const { return dispatches_; }
 
  private:
+  enum class Mode { kPlain, kRecording, kReplaying };
   Status begin();  // starts recording into the frame
+  Status replay_dispatch(const Pipeline& p, const std::vector<BufferRange>& ranges, const void* push,
+                         uint32_t push_bytes, const uint32_t groups[3]);
+  Status replay_flush();
+  void end_capture();  // at the end of the run: keep or drop what was recorded
   void barrier(VkPipelineStageFlags2 src_stage, VkAccessFlags2 src_access, VkPipelineStageFlags2 dst_stage,
                VkAccessFlags2 dst_access);
   Result<VkDescriptorSet> descriptor_set(const Pipeline& p);
 
   std::shared_ptr<SessionAllocator> session_;
+  Mode mode_ = Mode::kPlain;
+  Capture* capture_ = nullptr;  // held for the whole run in kRecording / kReplaying
+  bool failed_ = false;         // a dispatch or submit of this run failed
+  size_t segment_ = 0;          // replay: the next recorded command buffer to submit
+  bool replay_pending_ = false; // replay: dispatches checked since the last submit
   std::unique_ptr<CommandFrame> frame_;
   Status error_;  // a failure to get a frame, reported by the first dispatch
   bool recording_ = false;

@@ -109,6 +109,7 @@ bool vulkan::counters(const Device& device, DeviceCounters* out) {
   auto* dev = const_cast<VulkanDevice*>(d);
   out->run_submits = d->run_submits();
   out->dispatches = d->dispatches();
+  out->replays = d->replays();
   out->all_submits = d->submits();
   out->validation_messages = d->validation_messages();
   out->pipelines = dev->pipelines().size();

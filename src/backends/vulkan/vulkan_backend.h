@@ -20,6 +20,7 @@ namespace vulkan {
 struct DeviceCounters {
   uint64_t run_submits = 0;
   uint64_t dispatches = 0;
+  uint64_t replays = 0;  // submits of captured command buffers (graph capture)
   uint64_t all_submits = 0;
   uint64_t validation_messages = 0;
   uint64_t pipelines = 0;
