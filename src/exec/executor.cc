@@ -140,6 +140,9 @@ Result<std::unique_ptr<CompiledGraph>> compile(const ir::Graph& graph, const Com
                               (backends.empty() ? std::string("any device") : backends));
     bool placed = false;
     for (size_t p = 0; p < opts.placements.size() && !placed; ++p) {
+      // Subgraph bodies run where their control-flow node runs, on the host: If, Loop
+      // and Scan read conditions and carried values on the CPU between iterations.
+      if (parent && !opts.placements[p].device->compute_domain().is_host()) continue;
       const KernelFactory* f = opts.placements[p].device->kernels().find(node.domain, node.op_type, node.opset);
       if (!f) continue;
       auto k = (*f)(info);

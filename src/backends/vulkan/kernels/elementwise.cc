@@ -139,6 +139,9 @@ void add_binary(KernelTable& t, const char* op, int since, uint32_t code) {
   t.add(op, since, [code](const KernelInfo& info) -> Result<std::unique_ptr<Kernel>> {
     if (info.node.inputs.size() != 2)
       return unsupported(info.where() + "the Vulkan kernel takes exactly two inputs");
+    // Before opset 7 a 1-D slope applied per channel (PRelu) and broadcasting was an
+    // attribute: the CPU keeps those rules.
+    if (info.node.opset < 7) return unsupported(info.where() + "opset < 7 broadcasting rules run on the CPU");
     BH_RETURN_IF_ERROR(require_types(info, {DataType::kFloat32}, {0, 1}));
     return std::unique_ptr<Kernel>(std::make_unique<BinaryKernel>(code));
   });

@@ -193,8 +193,20 @@ Factory make_unsqueeze(const KernelInfo& info) {
   });
 }
 
+// Identity passes its input through whatever it is: a tensor (the same buffer, no
+// dispatch), a sequence or an optional.
+class IdentityKernel final : public Kernel {
+ public:
+  Status compute(KernelContext& ctx) const override {
+    const Value* v = ctx.input_value(0);
+    if (!v) return invalid_argument(ctx.where() + "missing input");
+    return ctx.set_output(0, *v);
+  }
+};
+
 Factory make_identity(const KernelInfo& info) {
-  return view(info, [](const Shape& in, const std::string&) -> Result<Shape> { return in; });
+  BH_RETURN_IF_ERROR(require_types(info, kViewed, {0}));
+  return std::unique_ptr<Kernel>(std::make_unique<IdentityKernel>());
 }
 
 // ---------------------------------------------------------------------------------------

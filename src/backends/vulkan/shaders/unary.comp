@@ -20,11 +20,33 @@ float erf_(float v) {
   return v >= 0.0 ? 1.0 - r : r - 1.0;
 }
 
+// log(1 + x) without losing a small x to the rounding of 1 + x (Kahan's trick).
+float log1p_(float x) {
+  float u = 1.0 + x;
+  return u == 1.0 ? x : log(u) * x / (u - 1.0);
+}
+
+// exp(x) - 1 without cancellation for small x (Kahan's trick).
+float expm1_(float x) {
+  float u = exp(x);
+  if (u == 1.0) return x;
+  float um1 = u - 1.0;
+  return um1 == -1.0 ? -1.0 : um1 * x / log(u);
+}
+
+// tanh accurate near 0 (GLSL's may cancel there): e / (e + 2) with e = expm1(2|v|).
+float tanh_(float v) {
+  float a = abs(v);
+  if (a > 10.0) return sign(v);
+  float e = expm1_(2.0 * a);
+  return sign(v) * e / (e + 2.0);
+}
+
 float f(float v) {
   switch (p.op) {
     case 0: return max(v, 0.0);                                   // Relu
     case 1: return v >= 0.0 ? 1.0 / (1.0 + exp(-v)) : exp(v) / (1.0 + exp(v));  // Sigmoid
-    case 2: return tanh(v);                                       // Tanh
+    case 2: return tanh_(v);                                      // Tanh
     case 3: return exp(v);                                        // Exp
     case 4: return log(v);                                        // Log
     case 5: return -v;                                            // Neg
@@ -39,12 +61,18 @@ float f(float v) {
     case 14: return v >= 0.0 ? v : p.alpha * v;                   // LeakyRelu
     case 15: return min(max(v, p.alpha), p.beta);                 // Clip
     case 16: return v >= 0.0 ? v : p.alpha * (exp(v) - 1.0);      // Elu
-    case 17: return v > 20.0 ? v : log(1.0 + exp(v));             // Softplus
+    case 17: return v > 20.0 ? v : log1p_(exp(v));                // Softplus
     case 18: return sin(v);                                       // Sin
     case 19: return cos(v);                                       // Cos
     case 20: return 0.5 * v * (1.0 + erf_(v * 0.70710678118));    // Gelu (exact)
     case 21: return v * (v >= 0.0 ? 1.0 / (1.0 + exp(-v)) : exp(v) / (1.0 + exp(v)));  // Swish / SiLU
-    case 22: return v * tanh(v > 20.0 ? v : log(1.0 + exp(v)));   // Mish
+    case 22: {                                                    // Mish
+      // tanh(softplus(v)) = n / (n + 2) with n = e^v (e^v + 2): no log(1 + tiny) loss.
+      if (v > 20.0) return v;
+      float e = exp(v);
+      float n = e * (e + 2.0);
+      return v * n / (n + 2.0);
+    }
     case 23: return sign(v);                                      // Sign
     case 24: return roundEven(v);                                 // Round
     default: return v;
