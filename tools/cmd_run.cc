@@ -18,6 +18,8 @@ struct RunArgs {
   std::vector<std::string> inputs;
   std::string devices = "cpu";
   std::string isolation = "in-process";
+  std::string submit_policy;
+  bool no_capture = false;
   int threads = 0;
   int optimization_level = 1;
   int repeat = 1;
@@ -74,6 +76,8 @@ int run_cmd(const RunArgs& a) {
   if (a.isolation != "in-process" && a.isolation != "process")
     return fail(cmd, "--isolation must be in-process or process, got '" + a.isolation + "'", 2);
   opts->isolation = a.isolation;
+  opts->submit_policy = a.submit_policy;  // checked by the device when the session opens
+  opts->graph_capture = !a.no_capture;
 
   Env env;
   auto session = env.load(a.model, *opts);
@@ -184,6 +188,9 @@ void add_run(CLI::App& app) {
   cmd->add_option("-t,--threads", a->threads, "intra-op threads (0 = all cores)");
   cmd->add_option("-O,--optimization-level", a->optimization_level, "graph optimisations: 1 (default) or 0 (off)");
   cmd->add_option("--isolation", a->isolation, "in-process (default) or process: run the model in a worker process");
+  cmd->add_option("--submit-policy", a->submit_policy,
+                  "GPU submission policy: single, per-dispatch, split, auto or auto:<bytes>[K|M|G] (default: the device's)");
+  cmd->add_flag("--no-capture", a->no_capture, "GPU: record and submit every run anew (no graph capture)");
   cmd->add_option("-r,--repeat", a->repeat, "timed runs (median and min are printed)");
   cmd->add_option("--warmup", a->warmup, "untimed runs first (default 1 when --repeat > 1)");
   cmd->add_option("-o,--output-dir", a->output_dir, "write each output as NAME.npy here");

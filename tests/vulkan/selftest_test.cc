@@ -2,6 +2,8 @@
 // sizes) runs under every policy, all agree with each other and with the CPU, each
 // policy makes the submits it promises (auto: counted against the bytes each dispatch
 // writes), and the CLI's exit codes and errors are right.
+#include <unistd.h>
+
 #include <cstdio>
 #include <memory>
 
@@ -66,6 +68,17 @@ TEST(VulkanSelftest, CliExitCodesAndErrors) {
   EXPECT_NE(bad.text.find("--links must be 1..64"), std::string::npos) << bad.text;
   auto bad_auto = run_cli("selftest --device vulkan:0 --quick --auto sometimes");
   EXPECT_EQ(bad_auto.code, 1) << bad_auto.text;
+}
+
+TEST(VulkanSelftest, RunTakesASubmitPolicyAndRejectsABadOne) {
+  const std::string model = std::string(BULKHEAD_SHARED_DIR) + "/models/ppocrv4_rec/model.onnx";
+  const std::string input = std::string(BULKHEAD_SHARED_DIR) + "/models/ppocrv4_rec/inputs/x.npy";
+  ASSERT_EQ(access(model.c_str(), R_OK), 0) << "test data missing: " << model;
+  auto bad = run_cli("run " + model + " -i x=" + input + " --device vulkan,cpu --submit-policy sometimes");
+  EXPECT_EQ(bad.code, 1) << bad.text;
+  EXPECT_NE(bad.text.find("unknown submission policy 'sometimes'"), std::string::npos) << bad.text;
+  auto ok = run_cli("run " + model + " -i x=" + input + " --device vulkan,cpu --submit-policy split --no-capture -q");
+  EXPECT_EQ(ok.code, 0) << ok.text;
 }
 
 }  // namespace
