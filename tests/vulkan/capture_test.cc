@@ -5,9 +5,7 @@
 #include <atomic>
 #include <thread>
 
-#include "backends/vulkan/vulkan_backend.h"
-#include "session/env_impl.h"
-#include "support/test_util.h"
+#include "vulkan/vulkan_support.h"
 
 namespace bulkhead::test {
 namespace {
@@ -35,16 +33,8 @@ SessionOptions options(bool capture, std::vector<std::string> devices = {"vulkan
 
 NamedTensors inputs(uint32_t seed) { return {{"x", random_tensor({4, 64}, seed)}, {"b", random_tensor({64}, seed + 1)}}; }
 
-class VulkanCapture : public ::testing::Test {
+class VulkanCapture : public VulkanFixture {
  protected:
-  vulkan::DeviceCounters counters() {
-    auto dev = env_.impl()->acquire_device("vulkan:0");
-    vulkan::DeviceCounters c;
-    EXPECT_TRUE(dev.is_ok() && vulkan::counters(**dev, &c));
-    return c;
-  }
-  void TearDown() override { EXPECT_EQ(counters().validation_messages, 0u); }
-  Env env_;
 };
 
 bool same_outputs(const NamedTensors& a, const NamedTensors& b) {
@@ -63,7 +53,7 @@ TEST_F(VulkanCapture, InterleavedSessionsReplayTheirOwnRecordings) {
   NamedTensors in1 = inputs(1), in2 = inputs(50);
   NamedTensors want1 = *nocap->run(in1), want2 = *nocap->run(in2);
   ASSERT_FALSE(same_outputs(want1, want2));
-  const uint64_t before = counters().replays;
+  const uint64_t before = vulkan_counters(env_).replays;
   for (int i = 0; i < 5; ++i) {
     auto a = s1->run(in1);
     auto b = s2->run(in2);
@@ -73,7 +63,7 @@ TEST_F(VulkanCapture, InterleavedSessionsReplayTheirOwnRecordings) {
   }
   // Runs 2..5 of each session replay; each replay submits two recorded command buffers
   // (before and after the CPU's Hardmax).
-  EXPECT_EQ(counters().replays - before, 2u * 4 * 2);
+  EXPECT_EQ(vulkan_counters(env_).replays - before, 2u * 4 * 2);
   // Swapping inputs between the sessions: each replay reads the inputs of its own run.
   auto a = s1->run(in2);
   auto b = s2->run(in1);
@@ -104,16 +94,16 @@ TEST_F(VulkanCapture, ConcurrentRunsOfOneSessionStayCorrect) {
     });
   for (auto& th : threads) th.join();
   EXPECT_EQ(bad.load(), 0);
-  EXPECT_GT(counters().replays, 0u);
+  EXPECT_GT(vulkan_counters(env_).replays, 0u);
 }
 
 TEST_F(VulkanCapture, OffWhenDisabledDynamicOrWithControlFlow) {
   auto replays_over_runs = [&](const std::string& text, bool capture, const NamedTensors& in) {
     auto s = env_.load_bytes(model_text_bytes(text), "m", options(capture));
     EXPECT_TRUE(s.is_ok()) << s.status().to_string();
-    const uint64_t before = counters().replays;
+    const uint64_t before = vulkan_counters(env_).replays;
     for (int i = 0; i < 3; ++i) EXPECT_TRUE(s->run(in).is_ok());
-    return counters().replays - before;
+    return vulkan_counters(env_).replays - before;
   };
   EXPECT_GT(replays_over_runs(kModel, true, inputs(7)), 0u);
   EXPECT_EQ(replays_over_runs(kModel, false, inputs(7)), 0u) << "graph_capture=false";

@@ -8,25 +8,10 @@
 #include <cstdio>
 #include <map>
 
-#include "backends/vulkan/vulkan_backend.h"
-#include "session/env_impl.h"
-#include "support/test_util.h"
+#include "vulkan/vulkan_support.h"
 
 namespace bulkhead::test {
 namespace {
-
-SessionOptions vulkan_options() {
-  SessionOptions o;
-  o.devices = {"vulkan:0", "cpu"};
-  o.threads = 1;
-  return o;
-}
-
-SessionOptions cpu_options() {
-  SessionOptions o;
-  o.threads = 1;
-  return o;
-}
 
 std::string with_weights(const std::string& text, const std::vector<demo::Weight>& weights) {
   auto r = demo::model_with_weights(text, weights);
@@ -48,20 +33,8 @@ double scaled_diff(const Tensor& a, const Tensor& b) {
   return worst / scale;
 }
 
-class VulkanCompute : public ::testing::Test {
+class VulkanCompute : public VulkanFixture {
  protected:
-  void SetUp() override {
-    bool found = false;
-    for (auto& d : env_.devices()) found = found || d.backend == "vulkan";
-    ASSERT_TRUE(found) << "no Vulkan device: install mesa-vulkan-drivers (scripts/install-deps.sh)";
-  }
-  void TearDown() override {
-    auto dev = env_.impl()->acquire_device("vulkan:0");
-    vulkan::DeviceCounters c;
-    if (dev.is_ok() && vulkan::counters(**dev, &c)) {
-      EXPECT_EQ(c.validation_messages, 0u) << "validation layer reported";
-    }
-  }
 
   // Runs `bytes` on the CPU and on Vulkan with `in`; expects `on_vulkan` nodes on
   // vulkan:0 and every output to match.
@@ -85,7 +58,6 @@ class VulkanCompute : public ::testing::Test {
       EXPECT_LE(scaled_diff((*b)[i].second, (*a)[i].second), 1e-4) << "output " << (*a)[i].first;
   }
 
-  Env env_;
 };
 
 // ---------------------------------------------------------------------------------------

@@ -7,36 +7,10 @@
 #include <cmath>
 #include <map>
 
-#include "backends/vulkan/vulkan_backend.h"
-#include "session/env_impl.h"
-#include "support/test_util.h"
+#include "vulkan/vulkan_support.h"
 
 namespace bulkhead::test {
 namespace {
-
-SessionOptions vulkan_options(const std::string& policy = "") {
-  SessionOptions o;
-  o.devices = {"vulkan:0", "cpu"};
-  o.threads = 1;
-  o.submit_policy = policy;
-  return o;
-}
-
-SessionOptions cpu_options() {
-  SessionOptions o;
-  o.threads = 1;
-  return o;
-}
-
-// Largest |a - b| relative to max(1, |b|).
-double max_rel_diff(const Tensor& a, const Tensor& b) {
-  double worst = 0;
-  for (int64_t i = 0; i < a.numel(); ++i) {
-    double x = a.data<float>()[i], y = b.data<float>()[i];
-    worst = std::max(worst, std::abs(x - y) / std::max(1.0, std::abs(y)));
-  }
-  return worst;
-}
 
 Tensor random_int64(const Shape& s, uint32_t seed) {
   Tensor t = Tensor::host(DataType::kInt64, s);
@@ -58,21 +32,8 @@ Tensor random_bytes(DataType t, const Shape& s, uint32_t seed) {
 
 std::string header(int opset) { return "<ir_version: 8, opset_import: [\"\" : " + std::to_string(opset) + "]>\n"; }
 
-class VulkanLayout : public ::testing::Test {
+class VulkanLayout : public VulkanFixture {
  protected:
-  void SetUp() override {
-    bool found = false;
-    for (auto& d : env_.devices()) found = found || d.backend == "vulkan";
-    ASSERT_TRUE(found) << "no Vulkan device: install mesa-vulkan-drivers "
-                          "(scripts/install-deps.sh)";
-  }
-  void TearDown() override {
-    auto dev = env_.impl()->acquire_device("vulkan:0");
-    vulkan::DeviceCounters c;
-    if (dev.is_ok() && vulkan::counters(**dev, &c)) {
-      EXPECT_EQ(c.validation_messages, 0u) << "validation layer reported";
-    }
-  }
 
   // Runs `model` on the CPU and on Vulkan; expects `on_vulkan` nodes placed on vulkan:0
   // and every output bitwise equal, except the float32 outputs named in `tolerance`,
@@ -102,7 +63,6 @@ class VulkanLayout : public ::testing::Test {
         EXPECT_TRUE(bitwise_equal(got, want)) << (*a)[i].first << "\n" << model;
     }
   }
-  Env env_;
 };
 
 TEST_F(VulkanLayout, ViewsMatchTheCpu) {

@@ -13,10 +13,8 @@
 #include <string>
 #include <thread>
 
-#include "backends/vulkan/vulkan_backend.h"
 #include "io/npy.h"
-#include "session/env_impl.h"
-#include "support/test_util.h"
+#include "vulkan/vulkan_support.h"
 
 namespace bulkhead::test {
 namespace {
@@ -24,13 +22,6 @@ namespace {
 // The tolerances of tests/models/real_models_test.cc (the README's suggestion).
 constexpr double kOcrTolerance = 1e-4;
 constexpr double kSileroTolerance = 1e-5;
-
-SessionOptions vulkan_options() {
-  SessionOptions o;
-  o.devices = {"vulkan:0", "cpu"};
-  o.threads = 1;
-  return o;
-}
 
 double max_abs_diff(const Tensor& a, const Tensor& b) {
   double m = 0;
@@ -70,21 +61,8 @@ NamedTensors reference_inputs(const Session& s, const std::string& dir) {
   return in;
 }
 
-class VulkanModels : public ::testing::Test {
+class VulkanModels : public VulkanFixture {
  protected:
-  void SetUp() override {
-    ASSERT_STREQ(std::getenv("BULKHEAD_VULKAN_VALIDATION"), "1") << "set by vulkan_test.cc's static initializer";
-    bool found = false;
-    for (auto& d : env_.devices()) found = found || d.backend == "vulkan";
-    ASSERT_TRUE(found) << "no Vulkan device: install mesa-vulkan-drivers (scripts/install-deps.sh)";
-  }
-  void TearDown() override {
-    auto dev = env_.impl()->acquire_device("vulkan:0");
-    ASSERT_TRUE(dev.is_ok()) << dev.status().to_string();
-    vulkan::DeviceCounters c;
-    ASSERT_TRUE(vulkan::counters(**dev, &c));
-    EXPECT_EQ(c.validation_messages, 0u) << "validation layer reported";
-  }
 
   // Loads `name` on Vulkan, runs it once on its reference inputs and compares every
   // output with ONNX Runtime's.
@@ -122,7 +100,6 @@ class VulkanModels : public ::testing::Test {
     EXPECT_GE(fraction, 0.8) << name << ":" << p.listing;
   }
 
-  Env env_;
 };
 
 TEST_F(VulkanModels, PpOcrDetectionMatchesReference) { check_model("ppocrv4_det", kOcrTolerance); }

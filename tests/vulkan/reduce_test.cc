@@ -3,9 +3,7 @@
 // kernels do not take (non-contiguous axes, training outputs) falls back to the CPU.
 #include <map>
 
-#include "backends/vulkan/vulkan_backend.h"
-#include "session/env_impl.h"
-#include "support/test_util.h"
+#include "vulkan/vulkan_support.h"
 
 namespace bulkhead::test {
 namespace {
@@ -17,18 +15,7 @@ SessionOptions on(std::vector<std::string> devices) {
   return o;
 }
 
-double max_rel_diff(const Tensor& a, const Tensor& b) {
-  EXPECT_EQ(a.shape(), b.shape());
-  if (a.shape() != b.shape()) return 1e9;
-  double worst = 0;
-  for (int64_t i = 0; i < a.numel(); ++i) {
-    double x = a.data<float>()[i], y = b.data<float>()[i];
-    worst = std::max(worst, std::abs(x - y) / std::max(1.0, std::abs(y)));
-  }
-  return worst;
-}
-
-class VulkanReduce : public ::testing::Test {
+class VulkanReduce : public VulkanFixture {
  protected:
   // Runs `text` on the CPU and on vulkan,cpu; returns how many nodes ran on Vulkan and
   // checks every output matches.
@@ -48,14 +35,6 @@ class VulkanReduce : public ::testing::Test {
     std::map<std::string, int> where(placement.begin(), placement.end());
     return where["vulkan:0"];
   }
-  void TearDown() override {
-    auto dev = env_.impl()->acquire_device("vulkan:0");
-    vulkan::DeviceCounters c;
-    if (dev.is_ok() && vulkan::counters(**dev, &c)) {
-      EXPECT_EQ(c.validation_messages, 0u);
-    }
-  }
-  Env env_;
 };
 
 TEST_F(VulkanReduce, ReductionsOverContiguousAxes) {

@@ -8,7 +8,7 @@
 #include <memory>
 
 #include "check/selftest.h"
-#include "support/test_util.h"
+#include "vulkan/vulkan_support.h"
 
 namespace bulkhead::test {
 namespace {

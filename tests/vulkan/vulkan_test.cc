@@ -7,51 +7,10 @@
 #include <optional>
 #include <thread>
 
-#include "backends/vulkan/vulkan_backend.h"
-#include "session/env_impl.h"
-#include "support/test_util.h"
+#include "vulkan/vulkan_support.h"
 
 namespace bulkhead::test {
 namespace {
-
-// Validation on for every instance this test creates (before any Env exists).
-const bool kValidation = [] {
-  setenv("BULKHEAD_VULKAN_VALIDATION", "1", 1);
-  return true;
-}();
-
-SessionOptions vulkan_options(const std::string& policy = "") {
-  SessionOptions o;
-  o.devices = {"vulkan:0", "cpu"};
-  o.threads = 1;
-  o.submit_policy = policy;
-  return o;
-}
-
-SessionOptions cpu_options() {
-  SessionOptions o;
-  o.threads = 1;
-  return o;
-}
-
-vulkan::DeviceCounters counters(const Env& env) {
-  auto dev = env.impl()->acquire_device("vulkan:0");
-  EXPECT_TRUE(dev.is_ok()) << dev.status().to_string();
-  vulkan::DeviceCounters c;
-  EXPECT_TRUE(dev.is_ok() && vulkan::counters(**dev, &c));
-  return c;
-}
-
-// Largest |a - b| relative to max(1, |b|).
-double max_rel_diff(const Tensor& a, const Tensor& b) {
-  EXPECT_EQ(a.shape(), b.shape());
-  double worst = 0;
-  for (int64_t i = 0; i < a.numel(); ++i) {
-    double x = a.data<float>()[i], y = b.data<float>()[i];
-    worst = std::max(worst, std::abs(x - y) / std::max(1.0, std::abs(y)));
-  }
-  return worst;
-}
 
 // A chain of element-wise ops with broadcasting: every node has a Vulkan kernel.
 const char* kChain = R"(<ir_version: 8, opset_import: ["" : 17]>
@@ -66,24 +25,7 @@ g (float[2,3,40] x, float[3,1] z) => (float[2,3,40] y) {
   y = Div(f, k)
 })";
 
-class Vulkan : public ::testing::Test {
- protected:
-  void SetUp() override {
-    ASSERT_TRUE(kValidation);
-    auto devs = env_.devices();
-    bool found = false;
-    for (auto& d : devs) found = found || d.backend == "vulkan";
-    ASSERT_TRUE(found) << "no Vulkan device: install mesa-vulkan-drivers (scripts/install-deps.sh)";
-  }
-  void TearDown() override {
-    auto dev = env_.impl()->acquire_device("vulkan:0");
-    vulkan::DeviceCounters c;
-    if (dev.is_ok() && vulkan::counters(**dev, &c)) {
-      EXPECT_EQ(c.validation_messages, 0u) << "validation layer reported";
-    }
-  }
-  Env env_;
-};
+using Vulkan = VulkanFixture;
 
 TEST_F(Vulkan, DeviceIsListedWithItsPolicy) {
   for (const auto& d : env_.devices()) {
@@ -172,13 +114,13 @@ TEST_F(Vulkan, EveryPolicyGivesTheSameAnswerWithTheSubmitsItPromises) {
   for (const Case& c : cases) {
     auto s = env_.load_bytes(bytes, "chain", vulkan_options(c.policy));
     ASSERT_TRUE(s.is_ok()) << c.policy << ": " << s.status().to_string();
-    auto before = counters(env_).run_submits;
+    auto before = vulkan_counters(env_).run_submits;
     auto r = s->run(in);
     ASSERT_TRUE(r.is_ok()) << c.policy << ": " << r.status().to_string();
     // auto:1920 submits after every second dispatch: 3 full pairs, then the last one at
     // the end of the run.
     uint64_t expected = c.policy == "auto:1920" ? 4 : c.submits;
-    EXPECT_EQ(counters(env_).run_submits - before, expected) << c.policy;
+    EXPECT_EQ(vulkan_counters(env_).run_submits - before, expected) << c.policy;
     if (!reference.defined()) reference = (*r)[0].second;
     else EXPECT_TRUE(bitwise_equal((*r)[0].second, reference)) << c.policy << " differs from single";
   }

@@ -25,11 +25,6 @@ Result<float> constant_scalar(const KernelInfo& info, int i, float fallback) {
   return t.data<float>()[0];
 }
 
-float attr_float(const ir::Node& n, const char* name, float fallback) {
-  const ir::Attribute* a = n.attr(name);
-  return a ? a->f : fallback;
-}
-
 class UnaryKernel final : public Kernel {
  public:
   UnaryKernel(uint32_t op, float alpha, float beta) : op_(op), alpha_(alpha), beta_(beta) {}
@@ -113,13 +108,13 @@ void add_unary(KernelTable& t, const char* op, int since, uint32_t code) {
     const ir::Node& n = info.node;
     float alpha = 0, beta = 0;
     switch (code) {
-      case 12: alpha = attr_float(n, "alpha", 0.2f); beta = attr_float(n, "beta", 0.5f); break;  // HardSigmoid
-      case 14: alpha = attr_float(n, "alpha", 0.01f); break;                                      // LeakyRelu
-      case 16: alpha = attr_float(n, "alpha", 1.0f); break;                                       // Elu
+      case 12: alpha = n.attr_float("alpha", 0.2f); beta = n.attr_float("beta", 0.5f); break;  // HardSigmoid
+      case 14: alpha = n.attr_float("alpha", 0.01f); break;                                      // LeakyRelu
+      case 16: alpha = n.attr_float("alpha", 1.0f); break;                                       // Elu
       case 15:                                                                                     // Clip
         if (n.opset < 11) {
-          alpha = attr_float(n, "min", -std::numeric_limits<float>::infinity());
-          beta = attr_float(n, "max", std::numeric_limits<float>::infinity());
+          alpha = n.attr_float("min", -std::numeric_limits<float>::infinity());
+          beta = n.attr_float("max", std::numeric_limits<float>::infinity());
         } else {
           BH_ASSIGN_OR_RETURN(alpha, constant_scalar(info, 1, -std::numeric_limits<float>::infinity()));
           BH_ASSIGN_OR_RETURN(beta, constant_scalar(info, 2, std::numeric_limits<float>::infinity()));

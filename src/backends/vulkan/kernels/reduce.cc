@@ -223,16 +223,6 @@ bool extra_outputs_wanted(const ir::Node& n) {
   return false;
 }
 
-float attr_f(const ir::Node& n, const char* name, float fallback) {
-  const ir::Attribute* a = n.attr(name);
-  return a ? a->f : fallback;
-}
-
-int64_t attr_i(const ir::Node& n, const char* name, int64_t fallback) {
-  const ir::Attribute* a = n.attr(name);
-  return a ? a->i : fallback;
-}
-
 }  // namespace
 
 void add_reduction_kernels(KernelTable& t) {
@@ -249,26 +239,26 @@ void add_reduction_kernels(KernelTable& t) {
     t.add(op, 1, [c](const KernelInfo& info) -> Result<std::unique_ptr<Kernel>> {
       BH_RETURN_IF_ERROR(require_types(info, {DataType::kFloat32}, {0}));
       const bool coerce = info.node.opset < 13;
-      return std::unique_ptr<Kernel>(std::make_unique<SoftmaxKernel>(c, attr_i(info.node, "axis", coerce ? 1 : -1), coerce));
+      return std::unique_ptr<Kernel>(std::make_unique<SoftmaxKernel>(c, info.node.attr_int("axis", coerce ? 1 : -1), coerce));
     });
   }
   t.add("LayerNormalization", 17, [](const KernelInfo& info) -> Result<std::unique_ptr<Kernel>> {
     BH_RETURN_IF_ERROR(require_types(info, {DataType::kFloat32}));
     if (extra_outputs_wanted(info.node)) return unsupported(info.where() + "the Vulkan kernel does not output Mean/InvStdDev");
-    if (attr_i(info.node, "stash_type", 1) != 1) return unsupported(info.where() + "stash_type must be float32");
+    if (info.node.attr_int("stash_type", 1) != 1) return unsupported(info.where() + "stash_type must be float32");
     return std::unique_ptr<Kernel>(
-        std::make_unique<NormalizeKernel>(true, attr_i(info.node, "axis", -1), attr_f(info.node, "epsilon", 1e-5f)));
+        std::make_unique<NormalizeKernel>(true, info.node.attr_int("axis", -1), info.node.attr_float("epsilon", 1e-5f)));
   });
   t.add("InstanceNormalization", 1, [](const KernelInfo& info) -> Result<std::unique_ptr<Kernel>> {
     BH_RETURN_IF_ERROR(require_types(info, {DataType::kFloat32}));
-    return std::unique_ptr<Kernel>(std::make_unique<NormalizeKernel>(false, 0, attr_f(info.node, "epsilon", 1e-5f)));
+    return std::unique_ptr<Kernel>(std::make_unique<NormalizeKernel>(false, 0, info.node.attr_float("epsilon", 1e-5f)));
   });
   t.add("BatchNormalization", 1, [](const KernelInfo& info) -> Result<std::unique_ptr<Kernel>> {
     BH_RETURN_IF_ERROR(require_types(info, {DataType::kFloat32}));
-    if (extra_outputs_wanted(info.node) || attr_i(info.node, "training_mode", 0) != 0)
+    if (extra_outputs_wanted(info.node) || info.node.attr_int("training_mode", 0) != 0)
       return unsupported(info.where() + "the Vulkan kernel is for inference only");
     if (info.node.opset < 7) return unsupported(info.where() + "opset < 7 BatchNormalization is not supported on Vulkan");
-    return std::unique_ptr<Kernel>(std::make_unique<BatchNormKernel>(attr_f(info.node, "epsilon", 1e-5f)));
+    return std::unique_ptr<Kernel>(std::make_unique<BatchNormKernel>(info.node.attr_float("epsilon", 1e-5f)));
   });
 }
 
