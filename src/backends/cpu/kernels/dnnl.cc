@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/conv_attrs.h"
 #include "backends/cpu/cpu_kernels.h"
 #include "backends/cpu/cpu_util.h"
 #include "backends/cpu/kernels/type_check.h"
@@ -172,26 +173,6 @@ namespace {
 // ---------------------------------------------------------------------------------------
 // Attributes and geometry
 
-struct ConvAttrs {
-  std::string auto_pad = "NOTSET";
-  std::vector<int64_t> kernel_shape, strides, dilations, pads, output_padding, output_shape;
-  int64_t group = 1;
-  bool has_pads = false;
-};
-
-ConvAttrs parse_conv_attrs(const ir::Node& n) {
-  ConvAttrs a;
-  a.auto_pad = n.attr_string("auto_pad", "NOTSET");
-  a.kernel_shape = n.attr_ints("kernel_shape");
-  a.strides = n.attr_ints("strides");
-  a.dilations = n.attr_ints("dilations");
-  a.has_pads = n.has_attr("pads");
-  a.pads = n.attr_ints("pads");
-  a.output_padding = n.attr_ints("output_padding");
-  a.output_shape = n.attr_ints("output_shape");
-  a.group = n.attr_int("group", 1);
-  return a;
-}
 
 // Spatial geometry of one call, resolved from the attributes and the input shapes.
 struct Geometry {

@@ -8,6 +8,7 @@
 #include <limits>
 #include <map>
 
+#include "backend/conv_attrs.h"
 #include "backends/vulkan/kernels/kernels.h"
 #include "backends/vulkan/pipelines.h"
 #include "ir/graph.h"
@@ -34,11 +35,8 @@ struct PostOps {
   std::vector<float> args;  // two per op
 };
 
-struct ConvAttrs {
-  std::string auto_pad = "NOTSET";
-  std::vector<int64_t> kernel_shape, strides, dilations, pads, output_padding, output_shape;
-  int64_t group = 1;
-  bool has_pads = false;
+// The node's attributes (backend/conv_attrs.h) and what this kernel derives from them.
+struct VkConvAttrs : ConvAttrs {
   int nsp = 0;  // spatial dimensions, 1 or 2
   PostOps post;
   bool has_sum = false;
@@ -54,7 +52,7 @@ std::string vec_str(const std::vector<int64_t>& v) { return shape_to_string(v); 
 int64_t floordiv(int64_t a, int64_t b) { return a / b - ((a % b != 0) && ((a < 0) != (b < 0))); }
 
 // Reads the fused post-ops; unsupported (the node falls back) for lists the shader lacks.
-Status parse_post_ops(const KernelInfo& info, ConvAttrs* a) {
+Status parse_post_ops(const KernelInfo& info, VkConvAttrs* a) {
   const ir::Node& n = info.node;
   if (!n.has_attr("_post_ops")) return Status::ok();
   static const std::map<std::string, uint32_t> kCodes = {{"relu", 0},      {"leaky_relu", 1}, {"clip", 2},
@@ -79,7 +77,7 @@ Status parse_post_ops(const KernelInfo& info, ConvAttrs* a) {
 }
 
 // Spatial rank from the constant weight or the attributes; 0 when unknown.
-int spatial_rank(const KernelInfo& info, const ConvAttrs& a) {
+int spatial_rank(const KernelInfo& info, const VkConvAttrs& a) {
   if (info.input_is_constant(1)) return info.constant_inputs[1].rank() - 2;
   if (!a.kernel_shape.empty()) return static_cast<int>(a.kernel_shape.size());
   if (!a.strides.empty()) return static_cast<int>(a.strides.size());
@@ -87,21 +85,13 @@ int spatial_rank(const KernelInfo& info, const ConvAttrs& a) {
   return 0;
 }
 
-Result<ConvAttrs> parse_attrs(const KernelInfo& info, bool transpose) {
+Result<VkConvAttrs> parse_attrs(const KernelInfo& info, bool transpose) {
   const ir::Node& n = info.node;
   if (n.inputs.size() < 2 || n.inputs[0].empty() || n.inputs[1].empty())
     return invalid_argument(info.where() + "needs inputs X and W");
   BH_RETURN_IF_ERROR(require_types(info, {DataType::kFloat32}));
-  ConvAttrs a;
-  a.auto_pad = n.attr_string("auto_pad", "NOTSET");
-  a.kernel_shape = n.attr_ints("kernel_shape");
-  a.strides = n.attr_ints("strides");
-  a.dilations = n.attr_ints("dilations");
-  a.has_pads = n.has_attr("pads");
-  a.pads = n.attr_ints("pads");
-  a.output_padding = n.attr_ints("output_padding");
-  a.output_shape = n.attr_ints("output_shape");
-  a.group = n.attr_int("group", 1);
+  VkConvAttrs a;
+  static_cast<ConvAttrs&>(a) = parse_conv_attrs(n);
   if (a.group < 1) return unsupported(info.where() + "group must be positive");
   if (transpose && n.has_attr("_post_ops"))
     return unsupported(info.where() + "the Vulkan ConvTranspose has no fused post-ops");
@@ -126,7 +116,7 @@ Status fill(const std::string& where, const std::vector<int64_t>& v, int64_t def
 }
 
 // Pads and output size of one spatial dimension of a Conv.
-Status conv_dim(const ConvAttrs& a, const std::string& where, int64_t in, int64_t dk, int64_t s, int64_t pad_b,
+Status conv_dim(const VkConvAttrs& a, const std::string& where, int64_t in, int64_t dk, int64_t s, int64_t pad_b,
                 int64_t pad_e, int64_t* pb, int64_t* out) {
   const std::string& ap = a.auto_pad;
   int64_t pe = 0;
@@ -147,7 +137,7 @@ Status conv_dim(const ConvAttrs& a, const std::string& where, int64_t in, int64_
 }
 
 // Pads and output size of one spatial dimension of a ConvTranspose (as the CPU kernel).
-Status transpose_dim(const ConvAttrs& a, const std::string& where, int i, int64_t in, int64_t dk, int64_t s,
+Status transpose_dim(const VkConvAttrs& a, const std::string& where, int i, int64_t in, int64_t dk, int64_t s,
                      int64_t opad, int64_t pad_b, int64_t pad_e, int64_t* pb, int64_t* out) {
   const std::string& ap = a.auto_pad;
   const int64_t natural = s * (in - 1) + opad + dk;
@@ -172,7 +162,7 @@ Status transpose_dim(const ConvAttrs& a, const std::string& where, int i, int64_
   return Status::ok();
 }
 
-Result<Geo> resolve(const ConvAttrs& a, bool transpose, const Tensor& x, const Tensor& w, const std::string& where) {
+Result<Geo> resolve(const VkConvAttrs& a, bool transpose, const Tensor& x, const Tensor& w, const std::string& where) {
   const int nsp = a.nsp;
   if (x.rank() != nsp + 2 || w.rank() != nsp + 2)
     return invalid_argument(where + "X " + x.describe() + " and W " + w.describe() + " must have rank " +
@@ -205,7 +195,7 @@ Result<Geo> resolve(const ConvAttrs& a, bool transpose, const Tensor& x, const T
   return g;
 }
 
-Shape output_shape(const ConvAttrs& a, int64_t n, int64_t m, const Geo& g) {
+Shape output_shape(const VkConvAttrs& a, int64_t n, int64_t m, const Geo& g) {
   Shape y{n, m};
   for (int j = 2 - a.nsp; j < 2; ++j) y.push_back(g.out[j]);
   return y;
@@ -253,7 +243,7 @@ Status check_sizes(KernelContext& ctx, std::initializer_list<const Tensor*> ts) 
 
 class ConvKernel final : public Kernel {
  public:
-  explicit ConvKernel(ConvAttrs a) : a_(std::move(a)) {}
+  explicit ConvKernel(VkConvAttrs a) : a_(std::move(a)) {}
   Status compute(KernelContext& ctx) const override;
 
  private:
@@ -261,7 +251,7 @@ class ConvKernel final : public Kernel {
                   const Geo& g, size_t nops) const;
   Status broadcast_sum(KernelContext& ctx, RunState& rs, const Tensor& x, const Tensor& w, const Tensor* b,
                        const Tensor& sum, const Shape& yshape, const Geo& g) const;
-  ConvAttrs a_;
+  VkConvAttrs a_;
 };
 
 // The convolution with the first `nops` post-ops (the summand, when given, among them).
@@ -378,7 +368,7 @@ struct TransposePush {  // shaders/compute_conv_transpose.comp
 
 class ConvTransposeKernel final : public Kernel {
  public:
-  explicit ConvTransposeKernel(ConvAttrs a) : a_(std::move(a)) {}
+  explicit ConvTransposeKernel(VkConvAttrs a) : a_(std::move(a)) {}
   Status compute(KernelContext& ctx) const override {
     BH_ASSIGN_OR_RETURN(RunState * rs, run_state(ctx));
     const Tensor* x = ctx.input(0);
@@ -407,18 +397,18 @@ class ConvTransposeKernel final : public Kernel {
   }
 
  private:
-  ConvAttrs a_;
+  VkConvAttrs a_;
 };
 
 }  // namespace
 
 void add_conv_kernels(KernelTable& t) {
   t.add("Conv", 1, [](const KernelInfo& info) -> Result<std::unique_ptr<Kernel>> {
-    BH_ASSIGN_OR_RETURN(ConvAttrs a, parse_attrs(info, false));
+    BH_ASSIGN_OR_RETURN(VkConvAttrs a, parse_attrs(info, false));
     return std::unique_ptr<Kernel>(std::make_unique<ConvKernel>(std::move(a)));
   });
   t.add("ConvTranspose", 1, [](const KernelInfo& info) -> Result<std::unique_ptr<Kernel>> {
-    BH_ASSIGN_OR_RETURN(ConvAttrs a, parse_attrs(info, true));
+    BH_ASSIGN_OR_RETURN(VkConvAttrs a, parse_attrs(info, true));
     return std::unique_ptr<Kernel>(std::make_unique<ConvTransposeKernel>(std::move(a)));
   });
 }
