@@ -13,6 +13,7 @@
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <map>
@@ -548,6 +549,9 @@ class ConvKernel final : public Kernel {
   ConvKernel(ConvAttrs a, bool transpose, Tensor const_w, dnnl::engine eng, std::vector<PostOp> post)
       : a_(std::move(a)), transpose_(transpose), const_w_(std::move(const_w)), eng_(std::move(eng)), post_(std::move(post)) {
     for (const PostOp& p : post_) has_sum_ = has_sum_ || p.kind == PostKind::kSum;
+    // BULKHEAD_CPU_WINOGRAD=0 keeps every convolution direct (to compare results).
+    const char* wv = std::getenv("BULKHEAD_CPU_WINOGRAD");
+    winograd_ = !(wv && std::string(wv) == "0");
   }
 
   Status compute(KernelContext& ctx) const override;
@@ -580,6 +584,7 @@ class ConvKernel final : public Kernel {
   dnnl::engine eng_;
   std::vector<PostOp> post_;  // fused post-ops (Conv only), in order
   bool has_sum_ = false;
+  bool winograd_ = true;
   mutable std::mutex mu_;
   mutable std::map<std::vector<int64_t>, std::shared_ptr<const Plan>> plans_;
 };
@@ -658,9 +663,25 @@ std::shared_ptr<const ConvKernel::Plan> ConvKernel::plan_for(const Shape& x, con
     }
     if (!transpose_) {
       for (int i = 0; i < nsp; ++i) pr[i] = g.pe[i];
-      dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
-                                        any(src_dims), any(wdims), p->bias_md, any(dst_dims), strides, dil, pl, pr);
-      dnnl::convolution_forward::primitive_desc pd(d, attr, eng_);
+      auto make_pd = [&](dnnl::algorithm alg) {
+        dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_inference, alg, any(src_dims), any(wdims), p->bias_md,
+                                          any(dst_dims), strides, dil, pl, pr);
+        return dnnl::convolution_forward::primitive_desc(d, attr, eng_);
+      };
+      // 3x3, stride 1, no dilation, one group: Winograd (oneDNN's F(2,3)/F(4,3)) does
+      // about half the multiplications of a direct convolution, at a float error of the
+      // order of 1e-6 relative. oneDNN says when it has no Winograd kernel for a shape.
+      dnnl::convolution_forward::primitive_desc pd;
+      bool wino = winograd_ && G == 1 && nsp == 2 && g.k[0] == 3 && g.k[1] == 3 && g.s[0] == 1 && g.s[1] == 1 &&
+                  g.d[0] == 1 && g.d[1] == 1;
+      if (wino) {
+        try {
+          pd = make_pd(dnnl::algorithm::convolution_winograd);
+        } catch (const dnnl::error&) {
+          wino = false;
+        }
+      }
+      if (!wino) pd = make_pd(dnnl::algorithm::convolution_direct);
       p->src_md = pd.src_desc();
       p->dst_md = pd.dst_desc();
       p->w_md = pd.weights_desc();
