@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # bulkhead vs ONNX Runtime (onnxruntime-node 1.30.0, CPU), side by side on one machine.
 #
-#   bench/bench.sh [--models a,b] [--threads 1,2] [--rounds 3] [--runs 20] [--warmup 2] [--no-build]
+#   bench/bench.sh [--models all|a,b] [--threads 1,2] [--rounds R] [--runs auto|N] [--warmup 2] [--no-build]
 #
-# Models: light_resnet50, light_squeezenet (ONNX backend "light" models, synthetic input
-# arange(n)/n), ppocrv4_det, ppocrv4_rec (real models with their reference inputs).
+# Models (default all twelve): the nine ONNX backend "light" models (light_bvlc_alexnet,
+# light_densenet121, light_inception_v1, light_inception_v2, light_resnet50,
+# light_shufflenet, light_squeezenet, light_vgg19, light_zfnet512; synthetic input
+# arange(n)/n) and ppocrv4_det, ppocrv4_rec, silero_vad_v5 (real models, reference inputs).
 # Data: $BULKHEAD_SHARED, default <repo>/../shared. Output: bench/out/results.json,
-# bench/out/raw.jsonl. See bench/README.md for what is measured and how to read it.
+# bench/out/chart.svg, bench/out/raw.jsonl. See bench/README.md for what is measured.
 #
 # What it sets up, as needed (apt-get needs root; elsewhere install by hand):
 #   - node + npm: Debian's `nodejs` and `npm` packages when `node` is missing. Debian 12
@@ -26,15 +28,16 @@ repo=$(dirname "$here")
 shared=${BULKHEAD_SHARED:-$here/../../shared}
 ort_version=1.30.0
 
-models=light_resnet50,light_squeezenet,ppocrv4_det,ppocrv4_rec
+all_models=light_bvlc_alexnet,light_densenet121,light_inception_v1,light_inception_v2,light_resnet50,light_shufflenet,light_squeezenet,light_vgg19,light_zfnet512,ppocrv4_det,ppocrv4_rec,silero_vad_v5
+models=all
 threads=1,2
 rounds=3
-runs=20
+runs=auto   # each model's own count (run_bench.js MODELS), about the same time per process
 warmup=2
 build=1
 
 usage() {
-  sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//' >&2
+  sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//' >&2
   exit 2
 }
 need_value() { [ $# -ge 2 ] && [ -n "$2" ] || { echo "bench: $1 needs a value" >&2; exit 2; }; }
@@ -50,12 +53,12 @@ while [ $# -gt 0 ]; do
     *) echo "bench: unknown argument '$1'" >&2; usage ;;
   esac
 done
-for v in rounds runs; do
-  [[ ${!v} =~ ^[1-9][0-9]*$ ]] || { echo "bench: --$v must be a positive integer, got '${!v}'" >&2; exit 2; }
-done
+[[ $rounds =~ ^[1-9][0-9]*$ ]] || { echo "bench: --rounds must be a positive integer, got '$rounds'" >&2; exit 2; }
+[[ $runs == auto || $runs =~ ^[1-9][0-9]*$ ]] || { echo "bench: --runs must be auto or a positive integer, got '$runs'" >&2; exit 2; }
 [[ $warmup =~ ^[0-9]+$ ]] || { echo "bench: --warmup must be a non-negative integer, got '$warmup'" >&2; exit 2; }
 [[ $threads =~ ^[1-9][0-9]*(,[1-9][0-9]*)*$ ]] || { echo "bench: --threads must look like 1,2, got '$threads'" >&2; exit 2; }
-known_models=" light_resnet50 light_squeezenet ppocrv4_det ppocrv4_rec "
+[ "$models" = all ] && models=$all_models
+known_models=" ${all_models//,/ } "
 [[ $models =~ ^[A-Za-z0-9_]+(,[A-Za-z0-9_]+)*$ ]] || { echo "bench: --models must look like a,b, got '$models'" >&2; exit 2; }
 for m in ${models//,/ }; do
   [[ $known_models == *" $m "* ]] || { echo "bench: unknown model '$m' (known:$known_models)" >&2; exit 2; }

@@ -21,7 +21,9 @@ async function main() {
     process.exit(2);
   }
   const ort = require('onnxruntime-node');
-  const session = await ort.InferenceSession.create(path.resolve(model), { logSeverityLevel: 3 });
+  // No graph optimisation: only the input metadata is needed, and constant folding the
+  // light models' ConstantOfShape weights would take seconds (vgg19: ~550 MB).
+  const session = await ort.InferenceSession.create(path.resolve(model), { logSeverityLevel: 3, graphOptimizationLevel: 'disabled' });
   fs.mkdirSync(outDir, { recursive: true });
   for (const meta of session.inputMetadata) {
     if (!meta.isTensor) throw new Error(`input '${meta.name}' is not a tensor`);

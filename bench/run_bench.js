@@ -2,14 +2,16 @@
 'use strict';
 // The measuring half of bench.sh (which installs and builds what this needs, then calls
 // it). Runs `bulkhead run` and ort_bench.js alternately, each in its own process, and
-// prints the comparison table; writes OUT_DIR/results.json and OUT_DIR/raw.jsonl.
+// prints the comparison table; writes OUT_DIR/results.json, OUT_DIR/raw.jsonl and
+// OUT_DIR/chart.svg.
 //
-//   node run_bench.js --bulkhead BIN --shared DIR --out DIR --models a,b --threads 1,2
-//                     --rounds R --runs N --warmup W [--time /usr/bin/time]
+//   node run_bench.js --bulkhead BIN --shared DIR --out DIR --models a,b|all --threads 1,2
+//                     --rounds R --runs N|auto --warmup W [--time /usr/bin/time]
 //
 // Each (model, threads) pair gets R rounds; a round is one bulkhead process and one ORT
 // process (N timed runs each after W warm-up runs), and the order within a round flips
 // every round so neither tool always runs right after the other's cache pollution.
+// --runs auto takes each model's own count from the table below.
 
 const fs = require('fs');
 const os = require('os');
@@ -18,16 +20,34 @@ const { spawnSync } = require('child_process');
 
 const HERE = __dirname;
 
-// name -> { model, inputs: 'light' | folder of NAME.npy files }
+// name -> { model, inputs: 'light' | folder of NAME.npy files, runs: timed runs per process
+// under --runs auto }. The auto counts are scaled so that the timed runs of one process
+// take about 1 s at 1 thread on a 2-core x86-64 machine (silero_vad_v5: 1000 runs of
+// ~0.1 ms, enough for a stable median); session creation and the first run come on top
+// and dominate for the large light models (vgg19: ~10 s a process). See bench/README.md.
+const MODELS = [
+  ['light_bvlc_alexnet', 'light', 30],
+  ['light_densenet121', 'light', 20],
+  ['light_inception_v1', 'light', 30],
+  ['light_inception_v2', 'light', 30],
+  ['light_resnet50', 'light', 20],
+  ['light_shufflenet', 'light', 60],
+  ['light_squeezenet', 'light', 60],
+  ['light_vgg19', 'light', 5],
+  ['light_zfnet512', 'light', 15],
+  ['ppocrv4_det', 'real', 15],
+  ['ppocrv4_rec', 'real', 40],
+  ['silero_vad_v5', 'real', 1000],
+];
+
 function modelTable(shared) {
-  const light = (n) => ({ model: path.join(shared, 'onnx-backend-data', 'light', `${n}.onnx`), inputs: 'light' });
-  const real = (n) => ({ model: path.join(shared, 'models', n, 'model.onnx'), inputs: path.join(shared, 'models', n, 'inputs') });
-  return {
-    light_resnet50: light('light_resnet50'),
-    light_squeezenet: light('light_squeezenet'),
-    ppocrv4_det: real('ppocrv4_det'),
-    ppocrv4_rec: real('ppocrv4_rec'),
-  };
+  const table = {};
+  for (const [n, kind, runs] of MODELS) {
+    table[n] = kind === 'light'
+      ? { model: path.join(shared, 'onnx-backend-data', 'light', `${n}.onnx`), inputs: 'light', runs }
+      : { model: path.join(shared, 'models', n, 'model.onnx'), inputs: path.join(shared, 'models', n, 'inputs'), runs };
+  }
+  return table;
 }
 
 function die(msg) {
@@ -45,10 +65,10 @@ function parseArgs(argv) {
   }
   for (const k of ['bulkhead', 'shared', 'out', 'models', 'threads', 'rounds', 'runs', 'warmup'])
     if (a[k] === undefined) die(`run_bench.js: --${k} is required`);
-  a.models = a.models.split(',').filter(Boolean);
+  a.models = a.models === 'all' ? MODELS.map((m) => m[0]) : a.models.split(',').filter(Boolean);
   a.threads = a.threads.split(',').filter(Boolean).map(Number);
   a.rounds = Number(a.rounds);
-  a.runs = Number(a.runs);
+  a.runs = a.runs === 'auto' ? 'auto' : Number(a.runs);
   a.warmup = Number(a.warmup);
   return a;
 }
@@ -103,19 +123,23 @@ function prepareInputs(name, spec, outDir) {
   return files.map((f) => `${f.slice(0, -4)}=${path.join(spec.inputs, f)}`);
 }
 
+const runsFor = (a, spec) => (a.runs === 'auto' ? spec.runs : a.runs);
+
 function runBulkhead(a, spec, inputs, threads) {
   const argv = [a.bulkhead, 'run', spec.model, ...inputs.flatMap((i) => ['-i', i]),
-    '-t', String(threads), '-r', String(a.runs), '--warmup', String(a.warmup), '-q'];
+    '-t', String(threads), '-r', String(runsFor(a, spec)), '--warmup', String(a.warmup), '-q'];
   const r = runMeasured(argv, a.time, 30 * 60 * 1000);
   const m = /latency over \d+ run\(s\): median ([\d.]+) ms\s+min ([\d.]+) ms/.exec(r.stdout);
+  const c = /session created in ([\d.]+) ms/.exec(r.stdout);
   if (r.status !== 0 || !m)
     return { ok: false, error: lastLine(r.stderr) || lastLine(r.stdout) || `exit ${r.status}`, peak_rss_mb: r.rss_mb, wall_s: r.wall_s };
-  return { ok: true, median_ms: Number(m[1]), min_ms: Number(m[2]), peak_rss_mb: r.rss_mb, wall_s: r.wall_s };
+  return { ok: true, median_ms: Number(m[1]), min_ms: Number(m[2]), create_ms: c ? Number(c[1]) : null,
+    peak_rss_mb: r.rss_mb, wall_s: r.wall_s };
 }
 
 function runOrt(a, spec, inputs, threads) {
   const argv = [process.execPath, path.join(HERE, 'ort_bench.js'), spec.model, ...inputs.flatMap((i) => ['-i', i]),
-    '-t', String(threads), '-r', String(a.runs), '-w', String(a.warmup)];
+    '-t', String(threads), '-r', String(runsFor(a, spec)), '-w', String(a.warmup)];
   const r = runMeasured(argv, a.time, 30 * 60 * 1000);
   let j = null;
   try { j = JSON.parse(lastLine(r.stdout)); } catch (_) { /* reported below */ }
@@ -130,6 +154,7 @@ function summarize(rounds) {
   const ok = rounds.filter((r) => r.ok);
   if (!ok.length) return { ok: false, error: rounds.map((r) => r.error).find(Boolean) || 'failed' };
   const rss = ok.map((r) => r.peak_rss_mb).filter((x) => x !== null && x !== undefined);
+  const create = ok.map((r) => r.create_ms).filter((x) => x !== null && x !== undefined);
   return {
     ok: true,
     rounds_ok: ok.length,
@@ -137,7 +162,8 @@ function summarize(rounds) {
     min_ms: Math.min(...ok.map((r) => r.min_ms)),
     round_medians_ms: ok.map((r) => r.median_ms),
     peak_rss_mb: rss.length ? Math.max(...rss) : null,
-    ...(ok[0].create_ms !== undefined ? { create_ms: median(ok.map((r) => r.create_ms)) } : {}),
+    create_ms: create.length ? median(create) : null, // median over rounds of the session creation time
+    round_create_ms: create,
     ...(ok.length < rounds.length ? { error: rounds.find((r) => !r.ok).error } : {}),
   };
 }
@@ -145,6 +171,99 @@ function summarize(rounds) {
 function pad(s, n, left) {
   s = String(s);
   return left ? s.padEnd(n) : s.padStart(n);
+}
+
+// Geometric mean of the bh/ORT ratio per thread count, over the models where both tools
+// produced a number: { "1": { geomean, models, of }, ... }.
+function geomeans(results, threads) {
+  const g = {};
+  for (const t of threads) {
+    const rows = results.filter((r) => r.threads === t);
+    const ok = rows.filter((r) => r.ratio !== null && r.ratio > 0);
+    g[String(t)] = {
+      geomean: ok.length ? Math.exp(ok.reduce((acc, r) => acc + Math.log(r.ratio), 0) / ok.length) : null,
+      models: ok.length,
+      of: rows.length,
+    };
+  }
+  return g;
+}
+
+const xml = (s) => String(s).replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
+
+// A self-contained SVG bar chart: bh/ORT per model, one bar per thread count, a dashed
+// line at 1.0 (below it bulkhead is faster). Linear axis from 0 to at most 4: a larger
+// ratio is drawn to the top with its value, so one outlier does not flatten the rest.
+function chartSvg(results, models, threads, gm, meta) {
+  const colors = ['#4e79a7', '#f28e2b', '#59a14f', '#e15759', '#76b7b2', '#edc948'];
+  const color = (i) => colors[i % colors.length];
+  const barW = 16;
+  const groupW = threads.length * barW + 18;
+  const left = 56, right = 30, top = 84, plotH = 260, bottom = 96;
+  const width = Math.max(left + right + models.length * groupW, 640);
+  const gw = (width - left - right) / Math.max(models.length, 1); // groups spread over the width
+  const height = top + plotH + bottom;
+  const ratios = results.map((r) => r.ratio).filter((x) => x !== null);
+  const CAP = 4;
+  const maxR = Math.min(Math.max(1.2, ...ratios) * 1.08, CAP);
+  const step = [0.1, 0.2, 0.25, 0.5, 1, 2, 2.5, 5, 10, 20, 25, 50, 100].find((s) => maxR / s <= 8) || Math.ceil(maxR / 8);
+  const yMax = Math.ceil(maxR / step) * step;
+  const y = (v) => top + plotH - (v / yMax) * plotH;
+  const f2 = (v) => (v >= 10 ? v.toFixed(1) : v.toFixed(2));
+  const o = [];
+  o.push(`<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" ` +
+    'font-family="sans-serif" font-size="11">');
+  o.push(`<rect width="${width}" height="${height}" fill="#fff"/>`);
+  o.push(`<text x="${left}" y="20" font-size="14" font-weight="bold">bulkhead / ONNX Runtime, median latency</text>`);
+  o.push(`<text x="${left}" y="36" fill="#444">below the dashed line at 1.0 bulkhead is faster; 2.0: it takes twice as long</text>`);
+  const gmText = threads.map((t) => {
+    const g = gm[String(t)];
+    return `${t} thread${t === 1 ? '' : 's'}: geomean ${g.geomean === null ? '-' : g.geomean.toFixed(2)} (${g.models}/${g.of} models)`;
+  }).join(';  ');
+  o.push(`<text x="${left}" y="52" fill="#444">${xml(gmText)}</text>`);
+  o.push(`<text x="${left}" y="67" fill="#888" font-size="10">${xml(`onnxruntime-node ${meta.onnxruntime_node}, ${meta.date.slice(0, 16)}Z, ` +
+    `${meta.git || ''}, ${meta.cores} cores, load ${meta.loadavg_start[0]}..${meta.loadavg_end[0]}`)}</text>`);
+  for (let v = 0; v <= yMax + 1e-9; v += step) {
+    o.push(`<line x1="${left}" x2="${width - right}" y1="${y(v).toFixed(1)}" y2="${y(v).toFixed(1)}" stroke="#e5e5e5"/>`);
+    o.push(`<text x="${left - 6}" y="${(y(v) + 4).toFixed(1)}" text-anchor="end" fill="#444">${+v.toFixed(2)}</text>`);
+  }
+  o.push(`<text transform="translate(14 ${top + plotH / 2}) rotate(-90)" text-anchor="middle" fill="#444">bh / ORT</text>`);
+  const labels = []; // drawn last, over the 1.0 line
+  models.forEach((m, gi) => {
+    const x0 = left + gi * gw + (gw - threads.length * barW) / 2;
+    threads.forEach((t, ti) => {
+      const r = results.find((q) => q.model === m && q.threads === t);
+      const x = x0 + ti * barW;
+      if (!r) return;
+      if (r.ratio === null) {
+        o.push(`<text transform="translate(${x + barW / 2 + 3} ${y(0) - 4}) rotate(-90)" fill="#c00" font-size="10">FAILED</text>`);
+        return;
+      }
+      const clipped = r.ratio > yMax;
+      const v = Math.min(r.ratio, yMax);
+      const h = y(0) - y(v);
+      o.push(`<rect x="${x}" y="${y(v).toFixed(1)}" width="${barW - 2}" height="${h.toFixed(1)}" fill="${color(ti)}"` +
+        `${clipped ? ' stroke="#000" stroke-dasharray="3 2"' : ''}>` +
+        `<title>${xml(`${m}, ${t} thread(s): bh/ORT ${r.ratio.toFixed(3)} (bulkhead ${r.bulkhead.median_ms} ms, ORT ${r.ort.median_ms} ms)`)}</title></rect>`);
+      labels.push(clipped
+        ? `<text transform="translate(${x + barW / 2 + 2} ${(y(v) + 4).toFixed(1)}) rotate(-90)" text-anchor="end" font-size="9" font-weight="bold" fill="#fff">${f2(r.ratio)}</text>`
+        : `<text transform="translate(${x + barW / 2 + 2} ${(y(v) - 3).toFixed(1)}) rotate(-90)" font-size="9" fill="#333">${f2(r.ratio)}</text>`);
+    });
+    const cx = x0 + (threads.length * barW) / 2;
+    o.push(`<text transform="translate(${cx} ${top + plotH + 12}) rotate(-40)" text-anchor="end" fill="#222">${xml(m.replace(/^light_/, ''))}</text>`);
+  });
+  o.push(`<line x1="${left}" x2="${width - right}" y1="${y(1).toFixed(1)}" y2="${y(1).toFixed(1)}" stroke="#c00" stroke-width="1.5" stroke-dasharray="6 3"/>`);
+  o.push(`<text x="${width - right + 3}" y="${(y(1) + 4).toFixed(1)}" fill="#c00" font-size="10">1.0</text>`);
+  o.push(`<line x1="${left}" x2="${width - right}" y1="${y(0)}" y2="${y(0)}" stroke="#444"/>`);
+  o.push(...labels);
+  threads.forEach((t, ti) => {
+    const lx = width - right - (threads.length - ti) * 80;
+    const ly = 20;
+    o.push(`<rect x="${lx}" y="${ly - 9}" width="10" height="10" fill="${color(ti)}"/>`);
+    o.push(`<text x="${lx + 14}" y="${ly}" fill="#222">${t} thread${t === 1 ? '' : 's'}</text>`);
+  });
+  o.push('</svg>');
+  return o.join('\n') + '\n';
 }
 
 function main() {
@@ -161,6 +280,7 @@ function main() {
   const git = spawnSync('git', ['-C', path.dirname(HERE), 'describe', '--always', '--dirty'], { encoding: 'utf8' });
   const ortVersion = JSON.parse(fs.readFileSync(path.join(HERE, 'node_modules', 'onnxruntime-node', 'package.json'), 'utf8')).version;
   const baseline = a.time ? runMeasured([process.execPath, '-e', "require('onnxruntime-node')"], a.time, 60000).rss_mb : null;
+  const started = Date.now();
   const meta = {
     date: new Date().toISOString(),
     git: (git.stdout || '').trim() || null,
@@ -172,11 +292,13 @@ function main() {
     loadavg_start: os.loadavg().map((x) => Math.round(x * 100) / 100),
     rounds: a.rounds,
     runs: a.runs,
+    runs_per_model: Object.fromEntries(a.models.map((m) => [m, runsFor(a, table[m])])),
     warmup: a.warmup,
     rss_method: a.time ? 'GNU time %M (peak resident set of the whole process)' : 'ORT: process.resourceUsage().maxRSS; bulkhead: not measured (no GNU time)',
     node_ort_baseline_rss_mb: baseline,
   };
-  console.log(`bench: ${a.models.length} model(s) x threads ${a.threads.join(',')} x ${a.rounds} round(s) x ${a.runs} runs ` +
+  console.log(`bench: ${a.models.length} model(s) x threads ${a.threads.join(',')} x ${a.rounds} round(s) x ` +
+    `${a.runs === 'auto' ? 'per-model' : a.runs} runs ` +
     `(warm-up ${a.warmup}); load average ${meta.loadavg_start.join(' ')} on ${meta.cores} cores`);
 
   const results = [];
@@ -193,36 +315,52 @@ function main() {
           (tool === 'bulkhead' ? bh : ort).push(r);
           fs.appendFileSync(rawPath, JSON.stringify({ model: name, threads, round, tool, load1: os.loadavg()[0], ...r }) + '\n');
           const what = r.ok ? `median ${r.median_ms.toFixed(3)} ms` : `FAILED: ${r.error}`;
-          console.log(`  ${name} t=${threads} round ${round + 1}/${a.rounds} ${pad(tool, 8, true)} ${what}`);
+          const create = r.ok && r.create_ms !== null && r.create_ms !== undefined ? `, created in ${r.create_ms.toFixed(1)} ms` : '';
+          console.log(`  ${name} t=${threads} round ${round + 1}/${a.rounds} ${pad(tool, 8, true)} ${what}${create}`);
         }
       }
       const b = summarize(bh);
       const o = summarize(ort);
-      results.push({ model: name, threads, bulkhead: b, ort: o, ratio: b.ok && o.ok ? b.median_ms / o.median_ms : null });
+      results.push({ model: name, threads, runs: runsFor(a, spec), bulkhead: b, ort: o,
+        ratio: b.ok && o.ok ? b.median_ms / o.median_ms : null });
     }
   }
   meta.loadavg_end = os.loadavg().map((x) => Math.round(x * 100) / 100);
+  meta.wall_s = Math.round((Date.now() - started) / 100) / 10;
+  const gm = geomeans(results, a.threads);
 
   const f = (x, d) => (x === null || x === undefined ? '-' : x.toFixed(d));
-  const cols = [['model', 18, true], ['threads', 7], ['bulkhead ms', 12], ['ORT ms', 10], ['bh/ORT', 7], ['bh RSS MB', 10], ['ORT RSS MB', 11]];
+  const cols = [['model', 18, true], ['threads', 7], ['runs', 5], ['bulkhead ms', 12], ['ORT ms', 10], ['bh/ORT', 7],
+    ['bh create ms', 12], ['ORT create ms', 13], ['bh RSS MB', 10], ['ORT RSS MB', 11]];
   const line = (vals) => cols.map(([, w, l], i) => pad(vals[i], w, l)).join('  ');
   console.log('');
   console.log(line(cols.map((c) => c[0])));
   console.log(line(cols.map(([, w]) => '-'.repeat(w))));
   const notes = [];
   for (const r of results) {
-    console.log(line([r.model, r.threads,
-      r.bulkhead.ok ? f(r.bulkhead.median_ms, 2) : 'FAILED', r.ort.ok ? f(r.ort.median_ms, 2) : 'FAILED',
+    const ms = (x) => f(x, x !== null && x !== undefined && x < 1 ? 3 : 2);
+    console.log(line([r.model, r.threads, r.runs,
+      r.bulkhead.ok ? ms(r.bulkhead.median_ms) : 'FAILED', r.ort.ok ? ms(r.ort.median_ms) : 'FAILED',
       r.ratio === null ? '-' : f(r.ratio, 2),
+      f(r.bulkhead.create_ms, 1), f(r.ort.create_ms, 1),
       f(r.bulkhead.peak_rss_mb, 1), f(r.ort.peak_rss_mb, 1)]));
     for (const [tool, s] of [['bulkhead', r.bulkhead], ['ORT', r.ort]])
       if (s.error) notes.push(`${r.model} t=${r.threads} ${tool}${s.ok ? ` (${s.rounds_ok}/${a.rounds} rounds ok)` : ''}: ${s.error}`);
   }
   console.log('');
-  console.log(`times: median over rounds of each process's median of ${a.runs} timed runs; bh/ORT < 1 means bulkhead is faster.`);
+  for (const t of a.threads) {
+    const g = gm[String(t)];
+    console.log(`geomean bh/ORT, ${t} thread${t === 1 ? '' : 's'}: ${g.geomean === null ? '-' : g.geomean.toFixed(2)}` +
+      ` over ${g.models}${g.models < g.of ? ` of ${g.of}` : ''} model(s)`);
+  }
+  console.log('');
+  console.log(`times: median over rounds of each process's median of its timed runs ('runs'); bh/ORT < 1 means bulkhead is faster.`);
+  console.log('create: session creation (read the file, parse, optimise, compile), median over rounds; ' +
+    "bulkhead's 'session created in' line, ORT's InferenceSession.create.");
   console.log(`RSS: ${meta.rss_method}, max over rounds.` +
     (baseline ? ` node + onnxruntime-node loaded, no session: ${baseline.toFixed(1)} MB.` : ''));
-  console.log(`load average ${meta.loadavg_start.join(' ')} at start, ${meta.loadavg_end.join(' ')} at end (${meta.cores} cores).`);
+  console.log(`load average ${meta.loadavg_start.join(' ')} at start, ${meta.loadavg_end.join(' ')} at end (${meta.cores} cores); ` +
+    `${meta.wall_s} s in all.`);
   for (const n of notes) console.log(`note: ${n}`);
   const busiest = Math.max(meta.loadavg_start[0], meta.loadavg_end[0]);
   if (busiest > meta.cores / 2)
@@ -230,8 +368,10 @@ function main() {
       'both tools were slowed, unevenly; rerun on an idle machine before quoting absolute numbers.');
 
   const out = path.join(a.out, 'results.json');
-  fs.writeFileSync(out, JSON.stringify({ meta, results }, null, 1) + '\n');
-  console.log(`wrote ${out} and ${rawPath}`);
+  fs.writeFileSync(out, JSON.stringify({ meta, geomean_ratio: gm, results }, null, 1) + '\n');
+  const chart = path.join(a.out, 'chart.svg');
+  fs.writeFileSync(chart, chartSvg(results, a.models, a.threads, gm, meta));
+  console.log(`wrote ${out}, ${chart} and ${rawPath}`);
   if (results.some((r) => !r.bulkhead.ok || !r.ort.ok)) process.exitCode = 3;
 }
 
