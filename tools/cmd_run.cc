@@ -21,7 +21,7 @@ struct RunArgs {
   std::string submit_policy;
   bool no_capture = false;
   int threads = 0;
-  int optimization_level = 1;
+  int optimization_level = 2;
   int repeat = 1;
   int warmup = -1;
   std::string output_dir;
@@ -70,8 +70,8 @@ int run_cmd(const RunArgs& a) {
   auto opts = SessionOptions::parse("devices=" + a.devices);
   if (!opts.is_ok()) return fail(cmd, opts.status());
   opts->threads = a.threads;
-  if (a.optimization_level < 0 || a.optimization_level > 1)
-    return fail(cmd, "--optimization-level must be 0 or 1, got " + std::to_string(a.optimization_level), 2);
+  if (a.optimization_level < 0 || a.optimization_level > 2)
+    return fail(cmd, "--optimization-level must be 0, 1 or 2, got " + std::to_string(a.optimization_level), 2);
   opts->optimization_level = a.optimization_level;
   if (a.isolation != "in-process" && a.isolation != "process")
     return fail(cmd, "--isolation must be in-process or process, got '" + a.isolation + "'", 2);
@@ -190,7 +190,7 @@ void add_run(CLI::App& app) {
   cmd->add_option("-i,--input", a->inputs, "NAME=FILE.npy (repeatable; FILE.npy alone for a one-input model)");
   cmd->add_option("-d,--device", a->devices, "devices in order of preference, e.g. cpu or vulkan:0,cpu");
   cmd->add_option("-t,--threads", a->threads, "intra-op threads (0 = all cores)");
-  cmd->add_option("-O,--optimization-level", a->optimization_level, "graph optimisations: 1 (default) or 0 (off)");
+  cmd->add_option("-O,--optimization-level", a->optimization_level, "graph optimisations: 2 (default: fusions and CPU blocked layout), 1 (fusions only) or 0 (off)");
   cmd->add_option("--isolation", a->isolation, "in-process (default) or process: run the model in a worker process");
   cmd->add_option("--submit-policy", a->submit_policy,
                   "GPU submission policy: single, per-dispatch, split, auto or auto:<bytes>[K|M|G] (default: the device's)");

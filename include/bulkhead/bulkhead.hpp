@@ -33,9 +33,11 @@ struct SessionOptions {
   // "split", "auto" or "auto:<bytes>[K|M|G]"; empty = the device's default (its quirks
   // table entry, or $BULKHEAD_VULKAN_SUBMIT). `bulkhead devices` shows each default.
   std::string submit_policy;
-  // Graph optimisations before compilation (exec/optimize.h): 0 = off, 1 = fold and fuse
-  // Conv chains (BatchNormalization, activations, residual adds), drop Identity/Dropout.
-  int optimization_level = 1;
+  // Graph optimisations before compilation: 0 = off; 1 = fold and fuse Conv chains
+  // (BatchNormalization, activations, residual adds), drop Identity/Dropout
+  // (exec/optimize.h); 2 (default) = 1, and on the CPU keep convolution chains in
+  // oneDNN's channel-blocked layout, reordering only at their ends (exec/layout.h).
+  int optimization_level = 2;
   // "in-process" (default) or "process": the session lives in a worker process (the
   // bulkhead program run as `bulkhead worker`); tensors cross through shared memory, and
   // a worker that crashes or hangs fails the run in progress with a clear error and is

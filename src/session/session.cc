@@ -2,6 +2,7 @@
 #include <unordered_set>
 
 #include "exec/executor.h"
+#include "exec/layout.h"
 #include "exec/optimize.h"
 #include "ir/onnx_import.h"
 #include "isolate/remote_session.h"
@@ -81,8 +82,13 @@ Result<Session> build_session(const std::shared_ptr<EnvImpl>& env, ir::Model mod
     if (!alloc.is_ok()) return alloc.status().with_context("device '" + spec + "': ");
     impl->compile_options.placements.push_back({std::move(dev), std::move(alloc).value()});
   }
-  if (options.optimization_level > 0)
+  if (options.optimization_level > 0) {
     BH_RETURN_IF_ERROR(exec::optimize_graph(*impl->model.graph, impl->model.ir_version < 4));
+    // Every node runs on the CPU when it is the first device: keep convolution chains in
+    // oneDNN's channel-blocked layout (exec/layout.h).
+    if (options.optimization_level > 1 && impl->compile_options.placements.front().device->info().backend == "cpu")
+      BH_RETURN_IF_ERROR(exec::block_channels(*impl->model.graph).status());
+  }
   const ir::Graph& g = *impl->model.graph;
   // IR >= 4: an input with an initializer is a default the caller may override. IR < 4
   // lists every initializer as an input; there they are constants (as in ONNX Runtime).
@@ -186,8 +192,8 @@ Result<SessionOptions> SessionOptions::parse(const std::string& spec) {
       else if (v == "0" || v == "false" || v == "off") o.graph_capture = false;
       else return invalid_argument("bad value '" + v + "' for session option 'graph_capture': expected 0 or 1");
     } else if (k == "optimization_level") {
-      if (v == "0" || v == "1") o.optimization_level = v[0] - '0';
-      else return invalid_argument("bad value '" + v + "' for session option 'optimization_level': expected 0 or 1");
+      if (v == "0" || v == "1" || v == "2") o.optimization_level = v[0] - '0';
+      else return invalid_argument("bad value '" + v + "' for session option 'optimization_level': expected 0, 1 or 2");
     } else if (k == "isolation") {
       if (v != "in-process" && v != "process")
         return invalid_argument("bad value '" + v + "' for session option 'isolation': expected in-process or process");

@@ -71,6 +71,7 @@ int check_same(const std::string& text, const ConvShape& s, const Shape& zshape 
   SessionOptions plain, opt;
   plain.threads = opt.threads = 1;
   plain.optimization_level = 0;
+  opt.optimization_level = 1;  // the fusions alone (node counts); layout_test covers level 2
   auto a = env.load_bytes(bytes, "plain.onnx", plain);
   auto b = env.load_bytes(bytes, "opt.onnx", opt);
   EXPECT_TRUE(a.is_ok()) << a.status().to_string();
@@ -177,7 +178,8 @@ TEST(Optimize, OptionParses) {
   auto o = SessionOptions::parse("threads=1;optimization_level=0");
   ASSERT_TRUE(o.is_ok());
   EXPECT_EQ(o->optimization_level, 0);
-  EXPECT_EQ(SessionOptions{}.optimization_level, 1);
+  EXPECT_EQ(SessionOptions{}.optimization_level, 2);
+  EXPECT_EQ(SessionOptions::parse("optimization_level=2")->optimization_level, 2);
   EXPECT_FALSE(SessionOptions::parse("optimization_level=7").is_ok());
 }
 

@@ -25,17 +25,20 @@
 #include "backend/conv_attrs.h"
 #include "backends/cpu/cpu_kernels.h"
 #include "backends/cpu/cpu_util.h"
+#include "backends/cpu/kernels/dnnl_common.h"
 #include "backends/cpu/kernels/type_check.h"
 
 namespace bulkhead::cpu {
 
 void register_dnnl_pool_kernels(KernelTable& t);  // dnnl_pool.cc
 void register_dnnl_gemm_kernels(KernelTable& t);  // dnnl_gemm.cc
+void register_dnnl_layout_kernels(KernelTable& t);  // dnnl_layout.cc
 
 namespace {
 
 using dnnl::memory;
 using Dims = memory::dims;
+using namespace dnnl_util;
 
 int64_t floordiv(int64_t a, int64_t b) {
   int64_t q = a / b;
@@ -43,54 +46,7 @@ int64_t floordiv(int64_t a, int64_t b) {
   return q;
 }
 
-Dims row_major_strides(const Dims& d) {
-  Dims s(d.size(), 1);
-  for (int i = static_cast<int>(d.size()) - 2; i >= 0; --i) s[i] = s[i + 1] * d[i + 1];
-  return s;
-}
-
-memory::desc plain_md(const Dims& dims) { return memory::desc(dims, memory::data_type::f32, row_major_strides(dims)); }
-
 std::string vec_str(const std::vector<int64_t>& v) { return shape_to_string(v); }
-
-// A reorder with a user-managed scratchpad (so it can run on several threads at once).
-struct Reorder {
-  dnnl::reorder prim;
-  memory::desc scratch_md;
-  size_t scratch = 0;
-  static Reorder make(const dnnl::engine& eng, const memory::desc& from, const memory::desc& to) {
-    dnnl::primitive_attr attr;
-    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-    dnnl::reorder::primitive_desc pd(eng, from, eng, to, attr);
-    Reorder r;
-    r.scratch_md = pd.scratchpad_desc();
-    r.scratch = r.scratch_md.get_size();
-    r.prim = dnnl::reorder(pd);
-    return r;
-  }
-};
-
-// Memory for one call: scratch tensors from the context, kept alive until the call ends.
-struct CallScratch {
-  KernelContext& ctx;
-  std::vector<Tensor> held;
-  Result<void*> get(size_t bytes) {
-    BH_ASSIGN_OR_RETURN(Tensor t, ctx.allocate_scratch(DataType::kUInt8, Shape{static_cast<int64_t>(std::max<size_t>(bytes, 1))}));
-    held.push_back(t);
-    return t.raw();
-  }
-};
-
-Status run_reorder(const Reorder& r, dnnl::stream& s, const dnnl::engine& eng, memory& from, memory& to, CallScratch& sc) {
-  std::unordered_map<int, memory> args{{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}};
-  if (r.scratch) {
-    BH_ASSIGN_OR_RETURN(void* p, sc.get(r.scratch));
-    args.emplace(DNNL_ARG_SCRATCHPAD, memory(r.scratch_md, eng, p));
-  }
-  r.prim.execute(s, args);
-  return Status::ok();
-}
-
 
 // ---------------------------------------------------------------------------------------
 // float16 / bfloat16: run the float32 kernel on converted copies and convert back.
@@ -553,6 +509,10 @@ class ConvKernel final : public Kernel {
     const char* wv = std::getenv("BULKHEAD_CPU_WINOGRAD");
     winograd_ = !(wv && std::string(wv) == "0");
   }
+  void set_layouts(bool x_blocked, bool y_blocked) {
+    x_blocked_ = x_blocked;
+    y_blocked_ = y_blocked;
+  }
 
   Status compute(KernelContext& ctx) const override;
 
@@ -571,9 +531,14 @@ class ConvKernel final : public Kernel {
     bool fused = false;  // the primitive applies the kernel's post-ops
   };
 
-  std::shared_ptr<const Plan> plan_for(const Shape& x, const Shape& w, bool has_bias, const Geometry& g, int64_t G) const;
+  // xb / yb: X / Y in nChw16c.
+  std::shared_ptr<const Plan> plan_for(const Shape& x, const Shape& w, bool has_bias, const Geometry& g, int64_t G,
+                                       bool xb = false, bool yb = false) const;
   Status run_dnnl(KernelContext& ctx, const Plan& p, const Tensor& x, const Tensor& w, const Tensor* b, Tensor& y,
                   const Tensor* sum) const;
+  // A Conv with X and/or Y in nChw16c; `xs` is X's logical [N, C, H, W] shape.
+  Status conv_blocked(KernelContext& ctx, const Tensor& x, const Shape& xs, const Tensor& w, const Tensor* b, Tensor& y,
+                      const Geometry& g, const Tensor* sum) const;
   // The convolution itself with `ops` fused (sum reads `sum`, of y's shape).
   Status conv_into(KernelContext& ctx, const Tensor& x, const Tensor& w, const Tensor* b, Tensor& y, const Geometry& g,
                    const std::vector<PostOp>& ops, const Tensor* sum) const;
@@ -585,16 +550,20 @@ class ConvKernel final : public Kernel {
   std::vector<PostOp> post_;  // fused post-ops (Conv only), in order
   bool has_sum_ = false;
   bool winograd_ = true;
+  // Layouts chosen by the layout pass (exec/layout.h): X and/or Y in nChw16c.
+  bool x_blocked_ = false, y_blocked_ = false;
   mutable std::mutex mu_;
   mutable std::map<std::vector<int64_t>, std::shared_ptr<const Plan>> plans_;
 };
 
 std::shared_ptr<const ConvKernel::Plan> ConvKernel::plan_for(const Shape& x, const Shape& w, bool has_bias,
-                                                             const Geometry& g, int64_t G) const {
+                                                             const Geometry& g, int64_t G, bool xb, bool yb) const {
   std::vector<int64_t> key(x.begin(), x.end());
   key.push_back(-1);
   key.insert(key.end(), w.begin(), w.end());
   key.push_back(has_bias ? 1 : 0);
+  key.push_back(xb ? 1 : 0);
+  key.push_back(yb ? 1 : 0);
   std::lock_guard<std::mutex> lock(mu_);
   auto it = plans_.find(key);
   if (it != plans_.end()) return it->second;
@@ -633,8 +602,8 @@ std::shared_ptr<const ConvKernel::Plan> ConvKernel::plan_for(const Shape& x, con
       wstrides.push_back(Mg * ksz);  // i
       wstrides.insert(wstrides.end(), kstr.begin(), kstr.end());
     }
-    p->user_src = plain_md(src_dims);
-    p->user_dst = plain_md(dst_dims);
+    p->user_src = xb ? blocked_md(src_dims) : plain_md(src_dims);
+    p->user_dst = yb ? blocked_md(dst_dims) : plain_md(dst_dims);
     p->user_w = memory::desc(wdims, memory::data_type::f32, wstrides);
     p->bias_md = has_bias ? memory::desc({M}, memory::data_type::f32, memory::format_tag::a) : memory::desc();
     auto any = [](const Dims& d) { return memory::desc(d, memory::data_type::f32, memory::format_tag::any); };
@@ -663,9 +632,14 @@ std::shared_ptr<const ConvKernel::Plan> ConvKernel::plan_for(const Shape& x, con
     }
     if (!transpose_) {
       for (int i = 0; i < nsp; ++i) pr[i] = g.pe[i];
+      // A blocked X or Y is given to the primitive as it is (no reorder) when oneDNN has a
+      // kernel for it; otherwise the primitive picks its layouts and we reorder.
+      bool forced = xb || yb;
       auto make_pd = [&](dnnl::algorithm alg) {
-        dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_inference, alg, any(src_dims), any(wdims), p->bias_md,
-                                          any(dst_dims), strides, dil, pl, pr);
+        memory::desc sd = forced && xb ? p->user_src : any(src_dims);
+        memory::desc dd = forced && yb ? p->user_dst : any(dst_dims);
+        dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_inference, alg, sd, any(wdims), p->bias_md, dd,
+                                          strides, dil, pl, pr);
         return dnnl::convolution_forward::primitive_desc(d, attr, eng_);
       };
       // 3x3, stride 1, no dilation, one group: Winograd (oneDNN's F(2,3)/F(4,3)) does
@@ -681,7 +655,15 @@ std::shared_ptr<const ConvKernel::Plan> ConvKernel::plan_for(const Shape& x, con
           wino = false;
         }
       }
-      if (!wino) pd = make_pd(dnnl::algorithm::convolution_direct);
+      if (!wino) {
+        try {
+          pd = make_pd(dnnl::algorithm::convolution_direct);
+        } catch (const dnnl::error&) {
+          if (!forced) throw;
+          forced = false;
+          pd = make_pd(dnnl::algorithm::convolution_direct);
+        }
+      }
       p->src_md = pd.src_desc();
       p->dst_md = pd.dst_desc();
       p->w_md = pd.weights_desc();
@@ -809,13 +791,24 @@ Status ConvKernel::compute(KernelContext& ctx) const {
   if (w->dtype() != dt || (b && b->dtype() != dt))
     return invalid_argument(where + "X, W and B must have the same element type, got " + x->describe() + ", " +
                             w->describe() + (b ? ", " + b->describe() : std::string()));
-  int rank = x->rank();
+  // A blocked X is [N, ceil(C/16), H, W, 16]; the checks below see its logical shape.
+  Shape xs = x->shape();
+  if (x_blocked_) {
+    int64_t Cl = w->rank() == 4 ? w->dim(1) * a_.group : 0;
+    if (dt != DataType::kFloat32 || x->rank() != 5 || x->dim(4) != kBlock || Cl <= 0 || x->dim(1) != blocks_of(Cl))
+      return invalid_argument(where + "X " + x->describe() + " is not the nChw16c layout of " + std::to_string(Cl) +
+                              " float32 channels");
+    xs = {x->dim(0), Cl, x->dim(2), x->dim(3)};
+  }
+  if (y_blocked_ && (dt != DataType::kFloat32 || xs.size() != 4))
+    return invalid_argument(where + "an nChw16c output needs a float32 2-D convolution, got X " + x->describe());
+  int rank = static_cast<int>(xs.size());
   if (rank < 3 || rank > 5)
     return invalid_argument(where + "X must have rank 3 to 5 (N, C, spatial...), got " + x->describe());
   if (w->rank() != rank)
     return invalid_argument(where + "W " + w->describe() + " must have the same rank as X " + x->describe());
   int64_t G = a_.group;
-  int64_t N = x->dim(0), C = x->dim(1);
+  int64_t N = xs[0], C = xs[1];
   if (G < 1 || C % G != 0) return invalid_argument(where + "group " + std::to_string(G) + " does not divide channels of X " + x->describe());
   int64_t M;
   if (!transpose_) {
@@ -834,7 +827,7 @@ Status ConvKernel::compute(KernelContext& ctx) const {
   if (b && (b->rank() != 1 || b->dim(0) != M))
     return invalid_argument(where + "B " + b->describe() + " must be 1-D with " + std::to_string(M) + " elements");
   Geometry g;
-  BH_RETURN_IF_ERROR(resolve_geometry(a_, transpose_, x->shape(), w->shape(), where, &g));
+  BH_RETURN_IF_ERROR(resolve_geometry(a_, transpose_, xs, w->shape(), where, &g));
   Shape yshape{N, M};
   yshape.insert(yshape.end(), g.out.begin(), g.out.end());
   const Tensor* sum = nullptr;
@@ -843,6 +836,15 @@ Status ConvKernel::compute(KernelContext& ctx) const {
     if (!sum || !sum->defined()) return invalid_argument(where + "the fused summand (input 3) is missing");
     if (sum->dtype() != dt)
       return invalid_argument(where + "the fused summand " + sum->describe() + " must have element type " + dtype_name(dt));
+  }
+  if (x_blocked_ || y_blocked_) {
+    Shape ashape = yshape;
+    if (y_blocked_) ashape = {N, blocks_of(M), yshape[2], yshape[3], kBlock};
+    if (sum && sum->shape() != ashape)
+      return invalid_argument(where + "the fused summand " + sum->describe() + " must have the output's shape " +
+                              shape_to_string(ashape));
+    BH_ASSIGN_OR_RETURN(Tensor y, ctx.allocate_output(0, dt, ashape));
+    return conv_blocked(ctx, *x, xs, *w, b, y, g, sum);
   }
   if (!sum || sum->shape() == yshape) {
     BH_ASSIGN_OR_RETURN(Tensor y, ctx.allocate_output(0, dt, yshape));
@@ -881,6 +883,42 @@ Status ConvKernel::compute(KernelContext& ctx) const {
     add(y.data<double>(), t.data<double>(), sum->data<double>());
     apply_post_ops_all(after, y.data<double>(), static_cast<const double*>(nullptr), y.numel(), ctx.threads());
   }
+  return Status::ok();
+}
+
+Status ConvKernel::conv_blocked(KernelContext& ctx, const Tensor& x, const Shape& xs, const Tensor& w, const Tensor* b,
+                                Tensor& y, const Geometry& g, const Tensor* sum) const {
+  if (y.numel() == 0) return Status::ok();
+  auto plan = plan_for(xs, w.shape(), b != nullptr, g, a_.group, x_blocked_, y_blocked_);
+  if (!plan->use_ref) {
+    if (plan->fused || post_.empty()) return run_dnnl(ctx, *plan, x, w, b, y, sum);
+    // The post-ops are element-wise: applied to the blocked output as they are (the
+    // summand has the same layout).
+    BH_RETURN_IF_ERROR(run_dnnl(ctx, *plan, x, w, b, y, nullptr));
+    apply_post_ops_all(post_, y.data<float>(), sum ? sum->data<float>() : nullptr, y.numel(), ctx.threads());
+    return Status::ok();
+  }
+  // No oneDNN kernel for this problem: the plain paths on converted copies.
+  const int64_t N = xs[0], C = xs[1];
+  const int64_t M = y_blocked_ ? w.dim(0) : y.dim(1);
+  Shape ys{N, M, g.out[0], g.out[1]};
+  const int64_t S_in = xs[2] * xs[3], S_out = ys[2] * ys[3];
+  Tensor xp = x, yp = y, sp;
+  if (x_blocked_) {
+    BH_ASSIGN_OR_RETURN(xp, ctx.allocate_scratch(DataType::kFloat32, xs));
+    blocked_to_plain(x.data<float>(), xp.data<float>(), N, C, S_in);
+  }
+  const Tensor* sum_plain = sum;
+  if (y_blocked_) {
+    BH_ASSIGN_OR_RETURN(yp, ctx.allocate_scratch(DataType::kFloat32, ys));
+    if (sum) {
+      BH_ASSIGN_OR_RETURN(sp, ctx.allocate_scratch(DataType::kFloat32, ys));
+      blocked_to_plain(sum->data<float>(), sp.data<float>(), N, M, S_out);
+      sum_plain = &sp;
+    }
+  }
+  BH_RETURN_IF_ERROR(conv_into(ctx, xp, w, b, yp, g, post_, sum_plain));
+  if (y_blocked_) plain_to_blocked(yp.data<float>(), y.data<float>(), N, M, S_out);
   return Status::ok();
 }
 
@@ -974,9 +1012,20 @@ Result<std::unique_ptr<Kernel>> make_conv(const KernelInfo& info, bool transpose
   if (info.input_is_constant(1) && info.constant_inputs[1].dtype() == DataType::kFloat32 &&
       info.constant_inputs[1].on_host())
     cw = info.constant_inputs[1];
+  auto layout = [&](const char* attr) -> Result<bool> {
+    std::string v = n.attr_string(attr, "");
+    if (v.empty()) return false;
+    if (v != "nChw16c" || transpose)
+      return invalid_argument(info.where() + "unsupported " + attr + " '" + v + "' (only nChw16c, for Conv)");
+    return true;
+  };
+  BH_ASSIGN_OR_RETURN(bool xb, layout("_x_layout"));
+  BH_ASSIGN_OR_RETURN(bool yb, layout("_y_layout"));
   try {
     dnnl::engine eng(dnnl::engine::kind::cpu, 0);
-    return std::unique_ptr<Kernel>(std::make_unique<ConvKernel>(std::move(a), transpose, std::move(cw), std::move(eng), std::move(post)));
+    auto k = std::make_unique<ConvKernel>(std::move(a), transpose, std::move(cw), std::move(eng), std::move(post));
+    k->set_layouts(xb, yb);
+    return std::unique_ptr<Kernel>(std::move(k));
   } catch (const dnnl::error& e) {
     return internal_error(info.where() + "cannot create a oneDNN CPU engine: " + e.what());
   }
@@ -989,6 +1038,7 @@ void register_dnnl_kernels(KernelTable& t) {
   t.add("ConvTranspose", 1, [](const KernelInfo& info) { return make_conv(info, true); });
   register_dnnl_pool_kernels(t);
   register_dnnl_gemm_kernels(t);
+  register_dnnl_layout_kernels(t);
 }
 
 }  // namespace bulkhead::cpu

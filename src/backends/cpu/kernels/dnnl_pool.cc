@@ -18,6 +18,7 @@
 
 #include "backends/cpu/cpu_kernels.h"
 #include "backends/cpu/cpu_util.h"
+#include "backends/cpu/kernels/dnnl_common.h"
 #include "backends/cpu/kernels/type_check.h"
 
 namespace bulkhead::cpu {
@@ -187,7 +188,8 @@ void pool_ref(const PoolAttrs& a, const T* x, T* y, int64_t* indices, int64_t NC
 
 class PoolKernel final : public Kernel {
  public:
-  PoolKernel(PoolAttrs a, dnnl::engine eng) : a_(std::move(a)), eng_(std::move(eng)) {}
+  // blocked: X and Y in nChw16c (exec/layout.h), as [N, C/16, H, W, 16] tensors.
+  PoolKernel(PoolAttrs a, dnnl::engine eng, bool blocked) : a_(std::move(a)), eng_(std::move(eng)), blocked_(blocked) {}
   Status compute(KernelContext& ctx) const override;
 
  private:
@@ -197,9 +199,12 @@ class PoolKernel final : public Kernel {
     memory::desc src_md, dst_md, scratch_md;
   };
   std::shared_ptr<const Plan> plan_for(const Shape& x, const PoolGeo& g) const;
+  // X in nChw16c: pooled as [N, 16 * C/16, H, W] (the padded channels are pooled too).
+  Status compute_blocked(KernelContext& ctx, const Tensor& x) const;
 
   PoolAttrs a_;
   dnnl::engine eng_;
+  bool blocked_ = false;
   mutable std::mutex mu_;
   mutable std::map<Shape, std::shared_ptr<const Plan>> plans_;
 };
@@ -234,8 +239,8 @@ std::shared_ptr<const PoolKernel::Plan> PoolKernel::plan_for(const Shape& x, con
       dnnl::algorithm alg = a_.kind == PoolKind::kMax ? dnnl::algorithm::pooling_max
                             : a_.count_include_pad       ? dnnl::algorithm::pooling_avg_include_padding
                                                          : dnnl::algorithm::pooling_avg_exclude_padding;
-      p->src_md = memory::desc(src, memory::data_type::f32, row_major(src));
-      p->dst_md = memory::desc(dst, memory::data_type::f32, row_major(dst));
+      p->src_md = blocked_ ? dnnl_util::blocked_md(src) : memory::desc(src, memory::data_type::f32, row_major(src));
+      p->dst_md = blocked_ ? dnnl_util::blocked_md(dst) : memory::desc(dst, memory::data_type::f32, row_major(dst));
       dnnl::pooling_v2_forward::desc d(dnnl::prop_kind::forward_inference, alg, p->src_md, p->dst_md, strides, kernel, dil,
                                        pl, pr);
       dnnl::primitive_attr attr;
@@ -259,6 +264,7 @@ Status PoolKernel::compute(KernelContext& ctx) const {
   bool ok_type = dt == DataType::kFloat32 || dt == DataType::kFloat64;
   if (a_.kind == PoolKind::kMax) ok_type = ok_type || dt == DataType::kInt8 || dt == DataType::kUInt8;
   if (!ok_type) BH_UNSUPPORTED_DTYPE(where, dt);
+  if (blocked_) return compute_blocked(ctx, *x);
   if (x->rank() < 3 || x->rank() > 5)
     return invalid_argument(where + "X must have rank 3 to 5 (N, C, spatial...), got " + x->describe());
   PoolGeo g;
@@ -309,6 +315,49 @@ Status PoolKernel::compute(KernelContext& ctx) const {
   return Status::ok();
 }
 
+Status PoolKernel::compute_blocked(KernelContext& ctx, const Tensor& x) const {
+  const std::string where = ctx.where();
+  using dnnl_util::kBlock;
+  if (x.dtype() != DataType::kFloat32 || x.rank() != 5 || x.dim(4) != kBlock || a_.kind == PoolKind::kLp)
+    return invalid_argument(where + "an nChw16c pooling needs a float32 [N, C/16, H, W, 16] input, got " + x.describe());
+  if (ctx.output_wanted(1)) return invalid_argument(where + "an nChw16c pooling has no Indices output");
+  const int64_t N = x.dim(0), Cp = x.dim(1) * kBlock;
+  Shape xs{N, Cp, x.dim(2), x.dim(3)};
+  PoolGeo g;
+  BH_RETURN_IF_ERROR(resolve_pool(a_, xs, where, &g));
+  BH_ASSIGN_OR_RETURN(Tensor y, ctx.allocate_output(0, DataType::kFloat32, Shape{N, x.dim(1), g.out[0], g.out[1], kBlock}));
+  if (y.numel() == 0) return Status::ok();
+  if (x.numel() == 0) return invalid_argument(where + "empty input " + x.describe() + " gives no pooling windows");
+  std::vector<Tensor> held;
+  auto plan = plan_for(xs, g);
+  if (!plan->use_ref) {
+    try {
+      dnnl::stream s(eng_);
+      std::unordered_map<int, memory> args{{DNNL_ARG_SRC, memory(plan->src_md, eng_, const_cast<void*>(x.raw()))},
+                                           {DNNL_ARG_DST, memory(plan->dst_md, eng_, y.raw())}};
+      size_t ss = plan->scratch_md.get_size();
+      if (ss) {
+        BH_ASSIGN_OR_RETURN(Tensor sc, ctx.allocate_scratch(DataType::kUInt8, Shape{static_cast<int64_t>(ss)}));
+        held.push_back(sc);
+        args.emplace(DNNL_ARG_SCRATCHPAD, memory(plan->scratch_md, eng_, sc.raw()));
+      }
+      plan->prim.execute(s, args);
+      s.wait();
+      return Status::ok();
+    } catch (const dnnl::error& e) {
+      return internal_error(where + "oneDNN pooling failed: " + e.what());
+    }
+  }
+  // The loops, on plain copies.
+  const int64_t S_in = xs[2] * xs[3], S_out = g.out[0] * g.out[1];
+  BH_ASSIGN_OR_RETURN(Tensor xp, ctx.allocate_scratch(DataType::kFloat32, xs));
+  BH_ASSIGN_OR_RETURN(Tensor yp, ctx.allocate_scratch(DataType::kFloat32, Shape{N, Cp, g.out[0], g.out[1]}));
+  dnnl_util::blocked_to_plain(x.data<float>(), xp.data<float>(), N, Cp, S_in);
+  pool_ref<float, float>(a_, xp.data<float>(), yp.data<float>(), nullptr, N * Cp, to_geo3(g), ctx.threads());
+  dnnl_util::plain_to_blocked(yp.data<float>(), y.data<float>(), N, Cp, S_out);
+  return Status::ok();
+}
+
 Result<std::unique_ptr<Kernel>> make_pool(const KernelInfo& info, PoolKind kind) {
   const ir::Node& n = info.node;
   BH_RETURN_IF_ERROR(
@@ -330,7 +379,8 @@ Result<std::unique_ptr<Kernel>> make_pool(const KernelInfo& info, PoolKind kind)
   if (kind == PoolKind::kLp && !(a.p > 0)) return invalid_argument(info.where() + "p must be positive");
   try {
     dnnl::engine eng(dnnl::engine::kind::cpu, 0);
-    return std::unique_ptr<Kernel>(std::make_unique<PoolKernel>(std::move(a), std::move(eng)));
+    bool blocked = n.attr_string("_layout", "") == "nChw16c";
+    return std::unique_ptr<Kernel>(std::make_unique<PoolKernel>(std::move(a), std::move(eng), blocked));
   } catch (const dnnl::error& e) {
     return internal_error(info.where() + "cannot create a oneDNN CPU engine: " + e.what());
   }
@@ -361,10 +411,37 @@ void global_pool(PoolKind kind, double p, const T* x, T* y, int64_t NC, int64_t 
   });
 }
 
-Status global_pool_compute(PoolKind kind, double p, KernelContext& ctx) {
+// X in nChw16c as [N, C/16, H, W, 16]: Y is [N, C/16, 1, 1, 16].
+Status global_pool_blocked(PoolKind kind, const Tensor& x, KernelContext& ctx) {
+  using dnnl_util::kBlock;
+  if (x.dtype() != DataType::kFloat32 || x.rank() != 5 || x.dim(4) != kBlock)
+    return invalid_argument(ctx.where() + "an nChw16c global pooling needs a float32 [N, C/16, H, W, 16] input, got " +
+                            x.describe());
+  const int64_t NB = x.dim(0) * x.dim(1), S = x.dim(2) * x.dim(3);
+  if (S == 0) return invalid_argument(ctx.where() + "empty spatial extent in " + x.describe());
+  BH_ASSIGN_OR_RETURN(Tensor y, ctx.allocate_output(0, DataType::kFloat32, Shape{x.dim(0), x.dim(1), 1, 1, kBlock}));
+  const float* xp = x.data<float>();
+  float* yp = y.data<float>();
+  parallel_for(ctx.threads(), NB, std::max<int64_t>(1, 4096 / std::max<int64_t>(S, 1)), [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) {
+      const float* src = xp + i * S * kBlock;
+      float acc[kBlock];
+      for (int c = 0; c < kBlock; ++c) acc[c] = kind == PoolKind::kMax ? src[c] : 0.f;
+      for (int64_t s = kind == PoolKind::kMax ? 1 : 0; s < S; ++s)
+        for (int c = 0; c < kBlock; ++c)
+          acc[c] = kind == PoolKind::kMax ? std::max(acc[c], src[s * kBlock + c]) : acc[c] + src[s * kBlock + c];
+      for (int c = 0; c < kBlock; ++c)
+        yp[i * kBlock + c] = kind == PoolKind::kMax ? acc[c] : acc[c] / static_cast<float>(S);
+    }
+  });
+  return Status::ok();
+}
+
+Status global_pool_compute(PoolKind kind, double p, KernelContext& ctx, bool blocked = false) {
   const std::string where = ctx.where();
   const Tensor* x = ctx.input(0);
   if (!x) return invalid_argument(where + "input X is required");
+  if (blocked) return global_pool_blocked(kind, *x, ctx);
   if (x->rank() < 2) return invalid_argument(where + "X must have rank >= 2 (N, C, ...), got " + x->describe());
   DataType dt = x->dtype();
   if (dt != DataType::kFloat32 && dt != DataType::kFloat64) BH_UNSUPPORTED_DTYPE(where, dt);
@@ -497,11 +574,13 @@ void register_dnnl_pool_kernels(KernelTable& t) {
   t.add("LpPool", 1, [](const KernelInfo& info) { return make_pool(info, PoolKind::kLp); });
   t.add("GlobalAveragePool", 1, [](const KernelInfo& info) -> Result<std::unique_ptr<Kernel>> {
     BH_RETURN_IF_ERROR(check_input_type(info, 0, {ew::kFloats, false}));
-    return make_kernel([](KernelContext& ctx) { return global_pool_compute(PoolKind::kAvg, 1.0, ctx); });
+    bool blocked = info.node.attr_string("_layout", "") == "nChw16c";
+    return make_kernel([blocked](KernelContext& ctx) { return global_pool_compute(PoolKind::kAvg, 1.0, ctx, blocked); });
   });
   t.add("GlobalMaxPool", 1, [](const KernelInfo& info) -> Result<std::unique_ptr<Kernel>> {
     BH_RETURN_IF_ERROR(check_input_type(info, 0, {ew::kFloats, false}));
-    return make_kernel([](KernelContext& ctx) { return global_pool_compute(PoolKind::kMax, 1.0, ctx); });
+    bool blocked = info.node.attr_string("_layout", "") == "nChw16c";
+    return make_kernel([blocked](KernelContext& ctx) { return global_pool_compute(PoolKind::kMax, 1.0, ctx, blocked); });
   });
   t.add("BatchNormalization", 1, [](const KernelInfo& info) -> Result<std::unique_ptr<Kernel>> {
     const ir::Node& n = info.node;

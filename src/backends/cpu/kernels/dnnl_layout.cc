@@ -1,0 +1,99 @@
+// Conversions between plain NCHW and the channel-blocked layout nChw16c, inserted by the
+// layout pass (exec/layout.h) at the ends of blocked chains. Domain "bulkhead":
+//   ToBlocked16(X: float32[N, C, H, W]) -> float32[N, ceil(C/16), H, W, 16]
+//   FromBlocked16(X: float32[N, ceil(C/16), H, W, 16], channels = C) -> float32[N, C, H, W]
+// Padded channels are written as zeros. Both run as oneDNN reorders, cached per shape.
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include <map>
+#include <memory>
+#include <mutex>
+
+#include "backends/cpu/cpu_kernels.h"
+#include "backends/cpu/cpu_util.h"
+#include "backends/cpu/kernels/dnnl_common.h"
+
+namespace bulkhead::cpu {
+namespace {
+
+using namespace dnnl_util;
+
+class BlockedReorderKernel final : public Kernel {
+ public:
+  BlockedReorderKernel(bool to_blocked, int64_t channels, dnnl::engine eng)
+      : to_blocked_(to_blocked), channels_(channels), eng_(std::move(eng)) {}
+
+  Status compute(KernelContext& ctx) const override {
+    const std::string where = ctx.where();
+    const Tensor* x = ctx.input(0);
+    if (!x) return invalid_argument(where + "input X is required");
+    if (x->dtype() != DataType::kFloat32) return invalid_argument(where + "X must be float32, got " + x->describe());
+    Dims logical;
+    Shape yshape;
+    if (to_blocked_) {
+      if (x->rank() != 4) return invalid_argument(where + "X must be [N, C, H, W], got " + x->describe());
+      logical = {x->dim(0), x->dim(1), x->dim(2), x->dim(3)};
+      yshape = {x->dim(0), blocks_of(x->dim(1)), x->dim(2), x->dim(3), kBlock};
+    } else {
+      if (x->rank() != 5 || x->dim(4) != kBlock || x->dim(1) != blocks_of(channels_))
+        return invalid_argument(where + "X must be [N, " + std::to_string(blocks_of(channels_)) + ", H, W, 16] for " +
+                                std::to_string(channels_) + " channels, got " + x->describe());
+      logical = {x->dim(0), channels_, x->dim(2), x->dim(3)};
+      yshape = {x->dim(0), channels_, x->dim(2), x->dim(3)};
+    }
+    BH_ASSIGN_OR_RETURN(Tensor y, ctx.allocate_output(0, DataType::kFloat32, yshape));
+    if (y.numel() == 0) return Status::ok();
+    try {
+      std::shared_ptr<const Reorder> r = reorder_for(logical);
+      memory::desc from = to_blocked_ ? plain_md(logical) : blocked_md(logical);
+      memory::desc to = to_blocked_ ? blocked_md(logical) : plain_md(logical);
+      dnnl::stream s(eng_);
+      memory src(from, eng_, const_cast<void*>(x->raw())), dst(to, eng_, y.raw());
+      CallScratch sc{ctx, {}};
+      BH_RETURN_IF_ERROR(run_reorder(*r, s, eng_, src, dst, sc));
+      s.wait();
+    } catch (const dnnl::error& e) {
+      return internal_error(where + "oneDNN reorder failed: " + e.what());
+    }
+    return Status::ok();
+  }
+
+ private:
+  std::shared_ptr<const Reorder> reorder_for(const Dims& logical) const {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = cache_.find(logical);
+    if (it != cache_.end()) return it->second;
+    memory::desc from = to_blocked_ ? plain_md(logical) : blocked_md(logical);
+    memory::desc to = to_blocked_ ? blocked_md(logical) : plain_md(logical);
+    auto r = std::make_shared<const Reorder>(Reorder::make(eng_, from, to));
+    cache_.emplace(logical, r);
+    return r;
+  }
+
+  bool to_blocked_;
+  int64_t channels_;
+  dnnl::engine eng_;
+  mutable std::mutex mu_;
+  mutable std::map<Dims, std::shared_ptr<const Reorder>> cache_;
+};
+
+Result<std::unique_ptr<Kernel>> make_blocked_reorder(const KernelInfo& info, bool to_blocked) {
+  int64_t channels = info.node.attr_int("channels", -1);
+  if (!to_blocked && channels <= 0)
+    return invalid_argument(info.where() + "attribute channels must be positive, got " + std::to_string(channels));
+  try {
+    return std::unique_ptr<Kernel>(
+        std::make_unique<BlockedReorderKernel>(to_blocked, channels, dnnl::engine(dnnl::engine::kind::cpu, 0)));
+  } catch (const dnnl::error& e) {
+    return internal_error(info.where() + "cannot create a oneDNN CPU engine: " + e.what());
+  }
+}
+
+}  // namespace
+
+void register_dnnl_layout_kernels(KernelTable& t) {
+  t.add("ToBlocked16", 1, [](const KernelInfo& info) { return make_blocked_reorder(info, true); }, "bulkhead");
+  t.add("FromBlocked16", 1, [](const KernelInfo& info) { return make_blocked_reorder(info, false); }, "bulkhead");
+}
+
+}  // namespace bulkhead::cpu

@@ -1,0 +1,326 @@
+#include "exec/layout.h"
+
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+namespace bulkhead::exec {
+namespace {
+
+using ir::AttrType;
+using ir::Dim;
+using ir::Graph;
+using ir::Node;
+
+constexpr int64_t kBlock = 16;
+
+void collect_outer_refs(const Graph& g, std::unordered_set<std::string>& out) {
+  auto visit = [&](const std::shared_ptr<const Graph>& sg) {
+    if (!sg) return;
+    for (const auto& r : sg->outer_refs) out.insert(r);
+    collect_outer_refs(*sg, out);
+  };
+  for (const auto& n : g.nodes)
+    for (const auto& [k, a] : n.attrs) {
+      if (a.type == AttrType::kGraph) visit(a.g);
+      if (a.type == AttrType::kGraphs)
+        for (const auto& sg : a.graphs) visit(sg);
+    }
+}
+
+enum class Kind { kNone, kConv, kPool, kGlobalPool, kUnary, kBinary, kConcat };
+
+class Planner {
+ public:
+  explicit Planner(Graph& g) : g_(g) {}
+
+  Result<LayoutStats> run() {
+    for (const auto& o : g_.outputs) pinned_.insert(o.name);
+    collect_outer_refs(g_, pinned_);
+    for (size_t i = 0; i < g_.nodes.size(); ++i)
+      for (const auto& in : g_.nodes[i].inputs)
+        if (!in.empty()) consumers_[in].push_back(i);
+
+    // Decide, in topological order, which nodes run blocked. A Conv takes its input in
+    // whichever layout it comes and writes blocked when a reader would take that; the
+    // other kinds run blocked when all their activation inputs are.
+    x_blocked_.assign(g_.nodes.size(), false);
+    y_blocked_.assign(g_.nodes.size(), false);
+    for (size_t i = 0; i < g_.nodes.size(); ++i) {
+      const Node& n = g_.nodes[i];
+      Kind k = kind_of(n);
+      if (k == Kind::kNone) continue;
+      const std::string& out = n.outputs[0];
+      bool out_ok = !pinned_.count(out) && shape4(out);
+      if (k == Kind::kConv) {
+        x_blocked_[i] = blocked_.count(n.inputs[0]) != 0;
+        y_blocked_[i] = out_ok && wanted_blocked(out);
+      } else if (out_ok && inputs_allow(n, k)) {
+        x_blocked_[i] = y_blocked_[i] = true;
+      }
+      if (y_blocked_[i]) blocked_.insert(out);
+    }
+
+    // Rewrite.
+    std::vector<Node> out_nodes;
+    out_nodes.reserve(g_.nodes.size() + 16);
+    std::unordered_set<std::string> plain_made, blocked_made;
+    auto ensure_plain = [&](const std::string& v) {
+      if (!blocked_.count(v) || plain_made.count(v)) return;
+      plain_made.insert(v);
+      Node c;
+      c.name = v + "/from_nChw16c";
+      c.op_type = "FromBlocked16";
+      c.domain = kLayoutDomain;
+      c.opset = 1;
+      c.inputs = {bname(v)};
+      c.outputs = {v};
+      ir::Attribute a;
+      a.type = AttrType::kInt;
+      a.i = shape4(v)->at(1).value;
+      c.attrs["channels"] = a;
+      out_nodes.push_back(std::move(c));
+      ++stats_.conversions;
+    };
+    auto ensure_blocked = [&](const std::string& v) {
+      if (blocked_.count(v) || blocked_made.count(v)) return;
+      blocked_made.insert(v);
+      Node c;
+      c.name = v + "/to_nChw16c";
+      c.op_type = "ToBlocked16";
+      c.domain = kLayoutDomain;
+      c.opset = 1;
+      c.inputs = {v};
+      c.outputs = {bname(v)};
+      add_blocked_info(v);
+      out_nodes.push_back(std::move(c));
+      ++stats_.conversions;
+    };
+    auto str_attr = [](const char* s) {
+      ir::Attribute a;
+      a.type = AttrType::kString;
+      a.s = s;
+      return a;
+    };
+
+    for (size_t i = 0; i < g_.nodes.size(); ++i) {
+      Node n = std::move(g_.nodes[i]);
+      Kind k = kind_of(n);
+      if (!x_blocked_[i] && !y_blocked_[i]) {
+        for (const auto& in : n.inputs)
+          if (!in.empty()) ensure_plain(in);
+        out_nodes.push_back(std::move(n));
+        continue;
+      }
+      ++stats_.blocked_nodes;
+      const std::string out = n.outputs[0];
+      if (k == Kind::kConv) {
+        if (x_blocked_[i]) {
+          n.inputs[0] = bname(n.inputs[0]);
+          n.attrs["_x_layout"] = str_attr(kBlocked16);
+        }
+        if (n.inputs.size() > 3 && !n.inputs[3].empty()) {
+          // The fused summand has the output's layout.
+          if (y_blocked_[i]) {
+            ensure_blocked(n.inputs[3]);
+            n.inputs[3] = bname(n.inputs[3]);
+          } else {
+            ensure_plain(n.inputs[3]);
+          }
+          n.attrs["_sum_input"].s = n.inputs[3];
+        }
+        if (y_blocked_[i]) n.attrs["_y_layout"] = str_attr(kBlocked16);
+      } else {
+        for (auto& in : n.inputs)
+          if (!in.empty() && blocked_.count(in)) in = bname(in);  // constants stay as they are
+        if (k == Kind::kPool || k == Kind::kGlobalPool) n.attrs["_layout"] = str_attr(kBlocked16);
+        if (k == Kind::kConcat) {
+          ir::Attribute a;
+          a.type = AttrType::kInt;
+          a.i = 1;
+          n.attrs["axis"] = a;
+        }
+      }
+      if (y_blocked_[i]) {
+        add_blocked_info(out);
+        n.outputs[0] = bname(out);
+      }
+      out_nodes.push_back(std::move(n));
+      if (!y_blocked_[i]) continue;
+      // Plain readers of `out` get it from a conversion placed right after its producer,
+      // so that every reader comes after it.
+      bool plain_reader = false;
+      for (size_t j : consumers_[out])
+        if (!reads_blocked(j, out)) plain_reader = true;
+      if (plain_reader) ensure_plain(out);
+    }
+    g_.nodes = std::move(out_nodes);
+    return stats_;
+  }
+
+ private:
+  static std::string bname(const std::string& v) { return v + "__nChw16c"; }
+
+  // The declared rank-4 float32 shape of `v` with a fixed channel count, or null.
+  const std::vector<Dim>* shape4(const std::string& v) const {
+    const ir::ValueInfo* vi = g_.info(v);
+    if (!vi || vi->type != ir::ValueType::kTensor || vi->dtype != DataType::kFloat32 || !vi->shape ||
+        vi->shape->size() != 4 || !(*vi->shape)[1].fixed() || (*vi->shape)[1].value <= 0)
+      return nullptr;
+    if (g_.initializers.count(v)) return nullptr;
+    return &*vi->shape;
+  }
+
+  void add_blocked_info(const std::string& v) {
+    const std::vector<Dim>& s = *shape4(v);
+    ir::ValueInfo vi;
+    vi.name = bname(v);
+    vi.dtype = DataType::kFloat32;
+    std::vector<Dim> d{s[0], Dim{}, s[2], s[3], Dim{}};
+    d[1].value = (s[1].value + kBlock - 1) / kBlock;
+    d[4].value = kBlock;
+    vi.shape = d;
+    g_.value_info[vi.name] = vi;
+  }
+
+  const Tensor* constant(const std::string& v) const {
+    auto it = g_.initializers.find(v);
+    if (it == g_.initializers.end()) return nullptr;
+    for (const auto& in : g_.inputs)
+      if (in.name == v) return nullptr;  // an overridable default
+    return &it->second;
+  }
+
+  bool one_element_constant(const std::string& v) const {
+    const Tensor* t = constant(v);
+    return t && t->numel() == 1 && t->rank() <= 4;
+  }
+
+  static bool only_first_output(const Node& n) {
+    for (size_t k = 1; k < n.outputs.size(); ++k)
+      if (!n.outputs[k].empty()) return false;
+    return !n.outputs.empty() && !n.outputs[0].empty();
+  }
+
+  Kind kind_of(const Node& n) const {
+    if (!n.domain.empty() || !only_first_output(n) || n.inputs.empty() || n.inputs[0].empty()) return Kind::kNone;
+    const std::string& op = n.op_type;
+    if (op == "Conv") {
+      if (n.inputs.size() < 2 || n.inputs.size() > 4 || !shape4(n.inputs[0])) return Kind::kNone;
+      const Tensor* w = constant(n.inputs[1]);
+      if (!w || w->dtype() != DataType::kFloat32 || w->rank() != 4) return Kind::kNone;
+      if (n.inputs.size() > 2 && !n.inputs[2].empty() && !constant(n.inputs[2])) return Kind::kNone;
+      if (n.inputs.size() > 3 && !n.inputs[3].empty()) {
+        // A fused summand of the output's shape.
+        const auto* s = shape4(n.inputs[3]);
+        const auto* o = shape4(n.outputs[0]);
+        if (!s || !o) return Kind::kNone;
+        for (int d = 0; d < 4; ++d)
+          if (!(*s)[d].fixed() || !(*o)[d].fixed() || (*s)[d].value != (*o)[d].value) return Kind::kNone;
+      }
+      return Kind::kConv;
+    }
+    if (op == "MaxPool" || op == "AveragePool") return n.inputs.size() == 1 ? Kind::kPool : Kind::kNone;
+    if (op == "GlobalAveragePool" || op == "GlobalMaxPool") return n.inputs.size() == 1 ? Kind::kGlobalPool : Kind::kNone;
+    if (op == "Relu" || op == "LeakyRelu" || op == "Sigmoid" || op == "HardSigmoid" || op == "HardSwish" || op == "Tanh")
+      return n.inputs.size() == 1 ? Kind::kUnary : Kind::kNone;
+    if (op == "Clip") {
+      for (size_t k = 1; k < n.inputs.size(); ++k)
+        if (!n.inputs[k].empty() && !one_element_constant(n.inputs[k])) return Kind::kNone;
+      return Kind::kUnary;
+    }
+    if ((op == "Add" || op == "Sub" || op == "Mul") && n.inputs.size() == 2 && !n.inputs[1].empty()) return Kind::kBinary;
+    if (op == "Concat") {
+      int64_t axis = n.attr_int("axis", 1);
+      return axis == 1 || axis == -3 ? Kind::kConcat : Kind::kNone;
+    }
+    return Kind::kNone;
+  }
+
+  // Whether node `j` (decided) reads the blocked value `v` in the blocked layout.
+  bool reads_blocked(size_t j, const std::string& v) const {
+    const Node& n = g_.nodes[j];
+    if (!x_blocked_[j] && !y_blocked_[j]) return false;
+    if (kind_of(n) == Kind::kConv) {
+      if (n.inputs[0] == v) return true;  // a Conv reads a blocked input blocked
+      return n.inputs.size() > 3 && n.inputs[3] == v && y_blocked_[j];
+    }
+    return true;
+  }
+
+  // For the layout-following kinds: every activation input is blocked (and compatible).
+  bool inputs_allow(const Node& n, Kind k) const {
+    const auto* out = shape4(n.outputs[0]);
+    if (!out) return false;
+    switch (k) {
+      case Kind::kPool:
+      case Kind::kGlobalPool:
+      case Kind::kUnary:
+        return blocked_.count(n.inputs[0]) != 0;
+      case Kind::kBinary: {
+        const std::string &a = n.inputs[0], &b = n.inputs[1];
+        bool ab = blocked_.count(a) != 0, bb = blocked_.count(b) != 0;
+        if (ab && bb) return (*shape4(a))[1].value == (*shape4(b))[1].value && (*out)[1].value == (*shape4(a))[1].value;
+        if (ab) return one_element_constant(b);
+        if (bb) return one_element_constant(a);
+        return false;
+      }
+      case Kind::kConcat:
+        for (const auto& in : n.inputs) {
+          if (in.empty() || !blocked_.count(in)) return false;
+          if ((*shape4(in))[1].value % kBlock != 0) return false;
+        }
+        return true;
+      default:
+        return false;
+    }
+  }
+
+  // Whether some reader of `v` would take it blocked (so a Conv producing it should
+  // write it blocked).
+  bool wanted_blocked(const std::string& v) const {
+    auto it = consumers_.find(v);
+    if (it == consumers_.end()) return false;
+    const auto* s = shape4(v);
+    for (size_t j : it->second) {
+      const Node& n = g_.nodes[j];
+      Kind k = kind_of(n);
+      switch (k) {
+        case Kind::kConv:
+          // Its input, or the summand of a Conv that will likely write blocked too.
+          if (n.inputs[0] == v || (n.inputs.size() > 3 && n.inputs[3] == v)) return true;
+          break;
+        case Kind::kPool:
+        case Kind::kGlobalPool:
+        case Kind::kUnary:
+          if (n.inputs[0] == v) return true;
+          break;
+        case Kind::kBinary: {
+          const std::string& other = n.inputs[0] == v ? n.inputs[1] : n.inputs[0];
+          if (one_element_constant(other)) return true;
+          // The other operand must already be blocked (it is decided when produced first).
+          if (blocked_.count(other) && (*shape4(other))[1].value == (*s)[1].value) return true;
+          break;
+        }
+        case Kind::kConcat:
+          if ((*s)[1].value % kBlock == 0) return true;
+          break;
+        default:
+          break;
+      }
+    }
+    return false;
+  }
+
+  Graph& g_;
+  std::unordered_set<std::string> pinned_, blocked_;
+  std::vector<bool> x_blocked_, y_blocked_;
+  std::unordered_map<std::string, std::vector<size_t>> consumers_;
+  LayoutStats stats_;
+};
+
+}  // namespace
+
+Result<LayoutStats> block_channels(ir::Graph& g) { return Planner(g).run(); }
+
+}  // namespace bulkhead::exec

@@ -1,0 +1,48 @@
+// Channel-blocked layout for chains of convolutions on the CPU (issue 5).
+//
+// oneDNN's fastest float32 convolution kernels (Winograd, 1x1, direct, depthwise) read and
+// write "nChw16c": a [N, C, H, W] tensor stored as [N, ceil(C/16), H, W, 16], channels
+// padded with zeros to a multiple of 16. A Conv that takes and returns plain NCHW pays two
+// reorders per node. This pass keeps whole chains blocked and reorders only at their ends.
+//
+// A blocked value is an ordinary float32 tensor of the physical shape [N, Cb, H, W, 16]
+// (Cb = ceil(C/16)) under a new name ("<name>__nChw16c"); the graph's value_info records
+// that shape. What runs on it:
+//   - Conv (2-D, float32): attributes _x_layout / _y_layout = "nChw16c" when its input /
+//     output is blocked; a fused summand (input 3) has the output's layout;
+//   - MaxPool / AveragePool / GlobalAveragePool / GlobalMaxPool: _layout = "nChw16c"
+//     (input and output blocked; padded channels are pooled like any other);
+//   - Relu, LeakyRelu, Clip, Sigmoid, HardSigmoid, HardSwish, Tanh and Add / Sub / Mul of
+//     two blocked tensors (same N and C; the second may be [N, C, 1, 1]) or of a blocked
+//     tensor and a one-element constant: as they are — numpy broadcasting on the physical
+//     shapes is the same computation. Each keeps a finite padding finite, and a Conv
+//     multiplies the padded channels of its input by zero weights;
+//   - Concat on the channel axis of blocked tensors whose channel counts are multiples
+//     of 16 (no padding inside the result): axis 1 of the physical shape.
+// Conversions are internal nodes of domain "bulkhead": ToBlocked16 (NCHW -> nChw16c) and
+// FromBlocked16 (attribute `channels`: C). A blocked value's plain name is still produced
+// (by FromBlocked16) when a graph output, a subgraph or an other node reads it.
+//
+// Applied to a session's own graph after optimize_graph, only when every node runs on the
+// CPU (the first device of the session is the CPU), and only where value_info gives the
+// static channel count.
+#pragma once
+
+#include "bulkhead/status.h"
+#include "ir/graph.h"
+
+namespace bulkhead::exec {
+
+inline constexpr const char* kLayoutDomain = "bulkhead";
+inline constexpr const char* kBlocked16 = "nChw16c";
+
+struct LayoutStats {
+  int blocked_nodes = 0;   // nodes that run on blocked tensors
+  int conversions = 0;     // ToBlocked16 / FromBlocked16 nodes inserted
+};
+
+// Rewrites `g` (a top-level graph). Never fails on a graph it cannot improve: it leaves
+// those parts as they are.
+Result<LayoutStats> block_channels(ir::Graph& g);
+
+}  // namespace bulkhead::exec

@@ -1,0 +1,183 @@
+// The channel-blocked layout pass (exec/layout.h): optimisation level 2 keeps CPU
+// convolution chains in nChw16c and must give the outputs of level 1 (the same fusions,
+// plain layout) within float rounding — with channel counts that are and are not multiples
+// of 16, residual sums, pooling, broadcasting, concatenation and plain readers in between.
+#include <cmath>
+#include <map>
+#include <random>
+#include <sstream>
+
+#include "support/test_util.h"
+
+namespace bulkhead::test {
+namespace {
+
+std::string values(int64_t n, uint32_t seed, float lo = -0.5f, float hi = 0.5f) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> d(lo, hi);
+  std::ostringstream os;
+  os.precision(9);
+  for (int64_t i = 0; i < n; ++i) os << (i ? ", " : "") << d(rng);
+  return os.str();
+}
+
+// "float[M,C,K,K] name = {...}, float[M] name_b = {...}"
+std::string conv_weights(const std::string& name, int64_t M, int64_t C, int64_t K, uint32_t seed) {
+  std::ostringstream os;
+  os << "float[" << M << "," << C << "," << K << "," << K << "] " << name << " = {" << values(M * C * K * K, seed)
+     << "}, float[" << M << "] " << name << "_b = {" << values(M, seed + 100) << "}";
+  return os.str();
+}
+
+struct Outcome {
+  NamedTensors outputs;
+  std::map<std::string, int> ops;  // op type -> nodes run
+};
+
+Outcome run_level(const std::string& text, int level, int threads, const NamedTensors& in) {
+  Env env;
+  SessionOptions o;
+  o.threads = threads;
+  o.optimization_level = level;
+  auto s = env.load_bytes(model_text_bytes(text), "layout.onnx", o);
+  EXPECT_TRUE(s.is_ok()) << s.status().to_string();
+  if (!s.is_ok()) return {};
+  std::vector<NodeProfile> prof;
+  RunOptions ro;
+  ro.profile = &prof;
+  auto r = s->run(in, ro);
+  EXPECT_TRUE(r.is_ok()) << r.status().to_string();
+  if (!r.is_ok()) return {};
+  Outcome out{*r, {}};
+  for (const auto& p : prof) out.ops[p.op_type]++;
+  // A second run reuses the cached primitives and must agree bit for bit.
+  auto r2 = s->run(in);
+  EXPECT_TRUE(r2.is_ok());
+  if (r2.is_ok()) {
+    for (size_t k = 0; k < r2->size(); ++k) {
+      EXPECT_TRUE(bitwise_equal((*r)[k].second, (*r2)[k].second)) << (*r)[k].first;
+    }
+  }
+  return out;
+}
+
+// Runs `text` at level 1 and level 2 with 1 and 2 threads; the outputs must agree within
+// 1e-4 relative to max(1, |x|) (Winograd rounds differently from a direct convolution).
+// Returns the level-2, 1-thread outcome.
+Outcome check_same(const std::string& text, const NamedTensors& in) {
+  Outcome ref = run_level(text, 1, 1, in);
+  Outcome got;
+  for (int threads : {1, 2}) {
+    Outcome o = run_level(text, 2, threads, in);
+    EXPECT_EQ(o.outputs.size(), ref.outputs.size());
+    for (size_t k = 0; k < o.outputs.size() && k < ref.outputs.size(); ++k) {
+      const Tensor& a = ref.outputs[k].second;
+      const Tensor& b = o.outputs[k].second;
+      EXPECT_EQ(a.shape(), b.shape()) << ref.outputs[k].first;
+      if (a.shape() != b.shape()) continue;
+      double worst = 0;
+      for (int64_t i = 0; i < a.numel(); ++i) {
+        double x = a.data<float>()[i], y = b.data<float>()[i];
+        worst = std::max(worst, std::fabs(x - y) / std::max(1.0, std::fabs(x)));
+      }
+      EXPECT_LE(worst, 1e-4) << "output " << ref.outputs[k].first << " threads " << threads;
+    }
+    if (threads == 1) got = o;
+  }
+  return got;
+}
+
+TEST(Layout, ConvChainWithUnalignedChannelsPoolingAndResidual) {
+  // 3 -> 20 channels (padded to 32 in nChw16c), Relu and MaxPool on the blocked tensor, a
+  // residual sum of a 3x3 and a 1x1 branch, a 32 -> 32 3x3 (a Winograd shape), global
+  // pooling, then a plain Flatten.
+  std::string text = "<ir_version: 8, opset_import: [\"\" : 17]>\n"
+                     "g (float[1,3,12,12] x) => (float[1,32] y)\n<" +
+                     conv_weights("w1", 20, 3, 3, 1) + ", " + conv_weights("w2", 32, 20, 3, 2) + ", " +
+                     conv_weights("w3", 32, 20, 1, 3) + ", " + conv_weights("w4", 32, 32, 3, 4) +
+                     ">\n{\n"
+                     "  c1 = Conv <pads = [1, 1, 1, 1]> (x, w1, w1_b)\n"
+                     "  r1 = Relu(c1)\n"
+                     "  p1 = MaxPool <kernel_shape = [2, 2], strides = [2, 2]> (r1)\n"
+                     "  c2 = Conv <pads = [1, 1, 1, 1]> (p1, w2, w2_b)\n"
+                     "  c3 = Conv (p1, w3, w3_b)\n"
+                     "  s = Add(c2, c3)\n"
+                     "  h = HardSigmoid(s)\n"
+                     "  c4 = Conv <pads = [1, 1, 1, 1]> (h, w4, w4_b)\n"
+                     "  t = Tanh(c4)\n"
+                     "  g = GlobalAveragePool(t)\n"
+                     "  y = Flatten(g)\n"
+                     "}";
+  Outcome o = check_same(text, {{"x", random_tensor({1, 3, 12, 12}, 11)}});
+  // One conversion, before the Flatten; the chain in between stays blocked.
+  EXPECT_EQ(o.ops["FromBlocked16"], 1);
+  EXPECT_EQ(o.ops["ToBlocked16"], 0);
+}
+
+TEST(Layout, ConcatSqueezeExciteAndPlainReaders) {
+  // A channel Concat of 16 + 32 blocked channels, a squeeze-excite gate broadcast over
+  // the spatial dims, a scalar Mul, AveragePool, a Conv writing a plain graph output,
+  // and a Transpose (a plain reader) of the blocked Concat.
+  std::string text = "<ir_version: 8, opset_import: [\"\" : 17]>\n"
+                     "g (float[1,3,10,10] x) => (float[1,5,10,10] y, float[1,10,10,48] z)\n<" +
+                     conv_weights("w1", 16, 3, 3, 5) + ", " + conv_weights("w2", 32, 3, 1, 6) + ", " +
+                     conv_weights("w3", 48, 48, 1, 7) + ", " + conv_weights("w4", 5, 48, 1, 8) +
+                     ", float[1] k = {1.75}>\n{\n"
+                     "  c1 = Conv <pads = [1, 1, 1, 1]> (x, w1, w1_b)\n"
+                     "  c2 = Conv (x, w2, w2_b)\n"
+                     "  cat = Concat <axis = -3> (c1, c2)\n"
+                     "  gp = GlobalAveragePool(cat)\n"
+                     "  se = Conv (gp, w3, w3_b)\n"
+                     "  sg = Sigmoid(se)\n"
+                     "  m = Mul(cat, sg)\n"
+                     "  m2 = Mul(k, m)\n"
+                     "  ap = AveragePool <kernel_shape = [3, 3], pads = [1, 1, 1, 1], count_include_pad = 1> (m2)\n"
+                     "  y = Conv (ap, w4, w4_b)\n"
+                     "  z = Transpose <perm = [0, 2, 3, 1]> (cat)\n"
+                     "}";
+  Outcome o = check_same(text, {{"x", random_tensor({1, 3, 10, 10}, 12)}});
+  EXPECT_EQ(o.ops["FromBlocked16"], 1);  // for the Transpose; the last Conv writes y plain
+  EXPECT_EQ(o.ops["ToBlocked16"], 0);
+}
+
+TEST(Layout, UnalignedConcatAndMixedBinaryStayPlain) {
+  // 20 + 12 channels cannot be concatenated in nChw16c, and a Mul of a blocked tensor
+  // and a graph input runs plain: both get their inputs converted back, and the results
+  // are still those of level 1.
+  std::string text = "<ir_version: 8, opset_import: [\"\" : 17]>\n"
+                     "g (float[1,3,8,8] x, float[1,32,8,8] z) => (float[1,32,8,8] y)\n<" +
+                     conv_weights("w1", 20, 3, 3, 9) + ", " + conv_weights("w2", 12, 3, 3, 10) + ", " +
+                     conv_weights("w3", 32, 32, 3, 13) +
+                     ">\n{\n"
+                     "  c1 = Conv <pads = [1, 1, 1, 1]> (x, w1, w1_b)\n"
+                     "  c2 = Conv <pads = [1, 1, 1, 1]> (x, w2, w2_b)\n"
+                     "  cat = Concat <axis = 1> (c1, c2)\n"
+                     "  c3 = Conv <pads = [1, 1, 1, 1]> (cat, w3, w3_b)\n"
+                     "  t = Tanh(c3)\n"
+                     "  y = Mul(t, z)\n"
+                     "}";
+  Outcome o = check_same(text, {{"x", random_tensor({1, 3, 8, 8}, 14)}, {"z", random_tensor({1, 32, 8, 8}, 15)}});
+  // c3 reads the plain Concat and writes blocked for the Tanh; the Mul reads it back.
+  EXPECT_EQ(o.ops["FromBlocked16"], 1);
+  EXPECT_EQ(o.ops["ToBlocked16"], 0);
+}
+
+TEST(Layout, LevelOneAndOtherDevicesAreUntouched) {
+  std::string text = "<ir_version: 8, opset_import: [\"\" : 17]>\n"
+                     "g (float[1,3,8,8] x) => (float[1,16,4,4] y)\n<" +
+                     conv_weights("w1", 16, 3, 3, 16) + ", " + conv_weights("w2", 16, 16, 3, 17) +
+                     ">\n{\n"
+                     "  c1 = Conv <pads = [1, 1, 1, 1]> (x, w1, w1_b)\n"
+                     "  p = MaxPool <kernel_shape = [2, 2], strides = [2, 2]> (c1)\n"
+                     "  y = Conv <pads = [1, 1, 1, 1]> (p, w2, w2_b)\n"
+                     "}";
+  NamedTensors in{{"x", random_tensor({1, 3, 8, 8}, 18)}};
+  Outcome l1 = run_level(text, 1, 1, in);
+  EXPECT_EQ(l1.ops["FromBlocked16"] + l1.ops["ToBlocked16"], 0);
+  Outcome l2 = check_same(text, in);
+  EXPECT_EQ(l2.ops["FromBlocked16"] + l2.ops["ToBlocked16"], 0);  // the last Conv writes y plain
+  EXPECT_EQ(l2.ops["Conv"], 2);
+}
+
+}  // namespace
+}  // namespace bulkhead::test
