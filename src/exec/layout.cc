@@ -209,6 +209,10 @@ class Planner {
       if (n.inputs.size() < 2 || n.inputs.size() > 4 || !shape4(n.inputs[0])) return Kind::kNone;
       const Tensor* w = constant(n.inputs[1]);
       if (!w || w->dtype() != DataType::kFloat32 || w->rank() != 4) return Kind::kNone;
+      // Grouped convolutions: oneDNN's blocked kernels need whole 16-channel blocks per
+      // group (or one channel per group, depthwise).
+      int64_t G = n.attr_int("group", 1), M = w->dim(0), Cg = w->dim(1);
+      if (G > 1 && !(Cg == 1 && M == G) && (Cg % kBlock != 0 || (M / G) % kBlock != 0)) return Kind::kNone;
       if (n.inputs.size() > 2 && !n.inputs[2].empty() && !constant(n.inputs[2])) return Kind::kNone;
       if (n.inputs.size() > 3 && !n.inputs[3].empty()) {
         // A fused summand of the output's shape.

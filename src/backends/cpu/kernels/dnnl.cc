@@ -417,31 +417,36 @@ Result<std::vector<PostOp>> parse_post_ops(const ir::Node& n, const std::string&
 // ---------------------------------------------------------------------------------------
 // Fast NCHW paths that beat oneDNN plus two layout reorders at the node's boundaries.
 
-// 1x1, stride 1, no padding, one group: per image, Y[M, S] = W[M, C] * X[C, S] (+ bias),
+// 1x1, stride 1, no padding: per image and group, Y[Mg, S] = W[Mg, Cg] * X[Cg, S] (+ bias),
 // then the post-ops, by column blocks so that each block is still in cache.
 Status conv1x1_sgemm(const std::string& where, const float* x, const float* w, const float* b, float* y, int64_t N,
-                     int64_t C, int64_t M, int64_t S, const std::vector<PostOp>& ops, const float* sum) {
-  // Column block: M rows of it should stay within L2.
+                     int64_t C, int64_t M, int64_t S, const std::vector<PostOp>& ops, const float* sum, int64_t G = 1) {
+  const int64_t Cg = C / G, Mg = M / G;
+  // Column block: Mg rows of it should stay within L2.
   int64_t blk = S;
   if (!ops.empty()) {
-    blk = std::max<int64_t>(256, ((int64_t{512} << 10) / (4 * std::max<int64_t>(M, 1))) / 64 * 64);
+    blk = std::max<int64_t>(256, ((int64_t{512} << 10) / (4 * std::max<int64_t>(Mg, 1))) / 64 * 64);
     if (blk * 2 > S) blk = S;
   }
-  for (int64_t n = 0; n < N; ++n) {
-    float* yp = y + n * M * S;
-    for (int64_t c0 = 0; c0 < S; c0 += blk) {
-      int64_t nc = std::min(blk, S - c0);
-      if (b)
-        for (int64_t m = 0; m < M; ++m) std::fill(yp + m * S + c0, yp + m * S + c0 + nc, b[m]);
-      dnnl::status st =
-          dnnl::sgemm('N', 'N', M, nc, C, 1.f, w, C, x + n * C * S + c0, S, b ? 1.f : 0.f, yp + c0, S);
-      if (st != dnnl::status::success)
-        return internal_error(where + "oneDNN sgemm failed with status " + std::to_string(static_cast<int>(st)));
-      if (!ops.empty())
-        for (int64_t m = 0; m < M; ++m)
-          apply_post_ops(ops.data(), ops.size(), yp + m * S + c0, sum ? sum + n * M * S + m * S + c0 : nullptr, nc);
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t g = 0; g < G; ++g) {
+      const float* xp = x + (n * C + g * Cg) * S;
+      const float* wp = w + g * Mg * Cg;
+      const float* bp = b ? b + g * Mg : nullptr;
+      float* yp = y + (n * M + g * Mg) * S;
+      const float* sp = sum ? sum + (n * M + g * Mg) * S : nullptr;
+      for (int64_t c0 = 0; c0 < S; c0 += blk) {
+        int64_t nc = std::min(blk, S - c0);
+        if (bp)
+          for (int64_t m = 0; m < Mg; ++m) std::fill(yp + m * S + c0, yp + m * S + c0 + nc, bp[m]);
+        dnnl::status st = dnnl::sgemm('N', 'N', Mg, nc, Cg, 1.f, wp, Cg, xp + c0, S, bp ? 1.f : 0.f, yp + c0, S);
+        if (st != dnnl::status::success)
+          return internal_error(where + "oneDNN sgemm failed with status " + std::to_string(static_cast<int>(st)));
+        if (!ops.empty())
+          for (int64_t m = 0; m < Mg; ++m)
+            apply_post_ops(ops.data(), ops.size(), yp + m * S + c0, sp ? sp + m * S + c0 : nullptr, nc);
+      }
     }
-  }
   return Status::ok();
 }
 
@@ -658,6 +663,10 @@ std::shared_ptr<const ConvKernel::Plan> ConvKernel::plan_for(const Shape& x, con
       if (!wino) {
         try {
           pd = make_pd(dnnl::algorithm::convolution_direct);
+          // oneDNN's reference kernel takes any layout, at a hundred times the cost of a
+          // reorder: with forced layouts, only an optimised kernel will do.
+          if (forced && std::string(pd.impl_info_str()).rfind("ref", 0) == 0)
+            throw dnnl::error(dnnl_unimplemented, "only the reference kernel takes these layouts");
         } catch (const dnnl::error&) {
           if (!forced) throw;
           forced = false;
@@ -950,12 +959,14 @@ Status ConvKernel::conv_into(KernelContext& ctx, const Tensor& xt, const Tensor&
   }
   const float* sumf = sum && dt == DataType::kFloat32 ? sum->data<float>() : nullptr;
   if (dt == DataType::kFloat32 && !transpose_) {
-    bool pointwise = G == 1;
+    // Grouped 1x1 (ShuffleNet) too, unless each group is whole 16-channel blocks, which
+    // oneDNN's kernels take as they are.
+    bool pointwise = G == 1 || (C / G) % 16 != 0 || (M / G) % 16 != 0;
     for (int i = 0; i < g.nsp; ++i)
       pointwise = pointwise && g.k[i] == 1 && g.s[i] == 1 && g.pb[i] == 0 && g.pe[i] == 0;
     if (pointwise)
       return conv1x1_sgemm(where, x->data<float>(), w->data<float>(), b ? b->data<float>() : nullptr, y.data<float>(), N,
-                           C, M, x->numel() / (N * C), ops, sumf);
+                           C, M, x->numel() / (N * C), ops, sumf, G);
     // Row-wise NCHW depthwise beats oneDNN + two reorders on wide planes; narrow planes
     // go to oneDNN's brdgmm/jit depthwise kernels.
     if (g.nsp == 2 && G == C && M == C && g.out[1] >= 16) {
