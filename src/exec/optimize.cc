@@ -187,6 +187,12 @@ class Optimizer {
   // ----- Identity / inference Dropout
 
   void remove_identities() {
+    // value -> (node, input index), over every node: one pass instead of a scan of the whole
+    // graph per Identity (chains of them are common in exported models).
+    std::unordered_map<std::string, std::vector<std::pair<size_t, size_t>>> uses;
+    for (size_t i = 0; i < g_.nodes.size(); ++i)
+      for (size_t k = 0; k < g_.nodes[i].inputs.size(); ++k)
+        if (!g_.nodes[i].inputs[k].empty()) uses[g_.nodes[i].inputs[k]].emplace_back(i, k);
     for (size_t i = 0; i < g_.nodes.size(); ++i) {
       Node& n = g_.nodes[i];
       if (dead_[i] || !n.domain.empty()) continue;
@@ -203,18 +209,24 @@ class Optimizer {
           const std::string& o = n.outputs[k];
           if (o.empty()) continue;
           if (pinned_.count(o)) identity = false;
-          for (const auto& m : g_.nodes)
-            for (const auto& in : m.inputs)
-              if (in == o) identity = false;
+          if (auto it = uses.find(o); it != uses.end() && !it->second.empty()) identity = false;
         }
       }
       if (!identity) continue;
       const std::string x = n.inputs[0], y = n.outputs[0];
       if (x.empty() || y.empty() || pinned_.count(y)) continue;
-      for (size_t j = 0; j < g_.nodes.size(); ++j) {
-        if (dead_[j]) continue;
-        for (auto& in : g_.nodes[j].inputs)
-          if (in == y) in = x;
+      if (auto it = uses.find(y); it != uses.end()) {
+        std::vector<std::pair<size_t, size_t>> readers = std::move(it->second);
+        it->second.clear();
+        auto& to = uses[x];
+        for (auto [j, k] : readers) {
+          if (dead_[j]) {
+            uses[y].emplace_back(j, k);  // a removed node keeps its input as it was
+            continue;
+          }
+          g_.nodes[j].inputs[k] = x;
+          to.emplace_back(j, k);
+        }
       }
       dead_[i] = true;
     }
@@ -475,20 +487,31 @@ class Optimizer {
 
     Node fused = conv;
     if (folded) {
-      Tensor w2 = Tensor::host(DataType::kFloat32, W->shape());
+      // The weights are scaled in place when nothing else can see them: this Conv is their
+      // only reader, they are no graph input or output, and no other tensor shares their
+      // buffer (ConstantOfShape weights, and most imported ones). Otherwise into a copy.
+      // A weight tensor is often most of the model: a copy means fresh memory to fault in.
+      const std::string& wname = conv.inputs[1];
+      bool in_place = num_uses(wname) == 1 && !pinned_.count(wname) && !graph_inputs_.count(wname) &&
+                      W->buffer() && W->buffer().use_count() == 1;
       int64_t per = W->numel() / M;
       const float* wp = W->data<float>();
+      Tensor w2 = in_place ? *W : Tensor::host(DataType::kFloat32, W->shape());
       float* wq = w2.data<float>();
       Tensor b2 = Tensor::host(DataType::kFloat32, Shape{M});
       float* bq = b2.data<float>();
       for (int64_t m = 0; m < M; ++m) {
-        for (int64_t k = 0; k < per; ++k) wq[m * per + k] = static_cast<float>(wp[m * per + k] * scale[m]);
+        const double sm = scale[m];
+        const float* src = wp + m * per;
+        float* dst = wq + m * per;
+        for (int64_t k = 0; k < per; ++k) dst[k] = static_cast<float>(src[k] * sm);
         double b = B ? B->data<float>()[m] : 0.0;
         bq[m] = static_cast<float>(b * scale[m] + shift[m]);
       }
-      std::string wn = fresh(conv.inputs[1]), bn = fresh(has_bias ? conv.inputs[2] : conv.inputs[1] + "_bias");
-      g_.initializers[wn] = w2;
-      g_.initializers[bn] = b2;
+      std::string wn = in_place ? wname : fresh(wname);
+      std::string bn = fresh(has_bias ? conv.inputs[2] : wname + "_bias");
+      if (!in_place) g_.initializers[wn] = std::move(w2);
+      g_.initializers[bn] = std::move(b2);
       fused.inputs.resize(3);
       fused.inputs[1] = wn;
       fused.inputs[2] = bn;

@@ -8,7 +8,8 @@
 //   - ConstantOfShape with a constant shape becomes an initializer;
 //   - Identity and inference Dropout are removed;
 //   - Conv followed by BatchNormalization (inference), or by Mul/Add/Sub with a scalar
-//     or per-output-channel constant, is folded into new Conv weights and bias;
+//     or per-output-channel constant, is folded into the Conv's weights and a new bias
+//     (the weights are scaled in place when that Conv is all that reads them, else copied);
 //   - the element-wise chain that follows a Conv is fused into it as post-ops, in order:
 //     Relu, LeakyRelu, Clip, HardSigmoid, HardSwish (the op, or written out as
 //     x*Clip(x+3,0,6)/6 or x*HardSigmoid(x)), Sigmoid, Mul/Add by a scalar constant

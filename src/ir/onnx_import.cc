@@ -3,12 +3,17 @@
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <cstring>
 #include <fstream>
 #include <functional>
 #include <set>
-#include <sstream>
 #include <unordered_set>
+#include <utility>
 
 #include "ir/infer.h"
 #include "onnx/onnx_pb.h"
@@ -24,14 +29,58 @@ struct Ctx {
   int node_counter = 0;
 };
 
-Result<std::string> read_file(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) return not_found("cannot open '" + path + "': " + std::strerror(errno));
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  if (f.bad()) return not_found("error reading '" + path + "'");
-  return ss.str();
-}
+// The bytes of a file. A regular file is mapped read-only and populated in one call: the
+// parser reads the page cache directly, with no copy into fresh (page-faulting) memory.
+// Anything else (a pipe, /dev/stdin) is read into a string.
+class FileBytes {
+ public:
+  FileBytes() = default;
+  FileBytes(FileBytes&& o) noexcept : map_(std::exchange(o.map_, nullptr)), size_(o.size_), buf_(std::move(o.buf_)) {}
+  FileBytes& operator=(FileBytes&&) = delete;
+  FileBytes(const FileBytes&) = delete;
+  ~FileBytes() {
+    if (map_) ::munmap(map_, size_);
+  }
+  const char* data() const { return map_ ? static_cast<const char*>(map_) : buf_.data(); }
+  size_t size() const { return map_ ? size_ : buf_.size(); }
+
+  static Result<FileBytes> read(const std::string& path) {
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return not_found("cannot open '" + path + "': " + std::strerror(errno));
+    FileBytes f;
+    struct stat st {};
+    if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0) {
+      void* p = ::mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
+      if (p != MAP_FAILED) {
+        ::close(fd);
+        f.map_ = p;
+        f.size_ = static_cast<size_t>(st.st_size);
+        return f;
+      }
+    }
+    // Not mappable: one read per chunk, into a string sized up front when the size is known.
+    if (S_ISREG(st.st_mode) && st.st_size > 0) f.buf_.reserve(static_cast<size_t>(st.st_size));
+    char chunk[1 << 16];
+    for (;;) {
+      ssize_t r = ::read(fd, chunk, sizeof chunk);
+      if (r < 0 && errno == EINTR) continue;
+      if (r < 0) {
+        int e = errno;
+        ::close(fd);
+        return not_found("error reading '" + path + "': " + std::strerror(e));
+      }
+      if (r == 0) break;
+      f.buf_.append(chunk, static_cast<size_t>(r));
+    }
+    ::close(fd);
+    return f;
+  }
+
+ private:
+  void* map_ = nullptr;
+  size_t size_ = 0;
+  std::string buf_;
+};
 
 template <typename Msg>
 bool parse_large(Msg& msg, const void* data, size_t size) {
@@ -416,7 +465,7 @@ Result<Model> load_model_from_bytes(const void* data, size_t size, const std::st
 }
 
 Result<Model> load_model(const std::string& path) {
-  BH_ASSIGN_OR_RETURN(std::string bytes, read_file(path));
+  BH_ASSIGN_OR_RETURN(FileBytes bytes, FileBytes::read(path));
   std::string dir = ".";
   auto slash = path.find_last_of('/');
   if (slash != std::string::npos) dir = path.substr(0, slash);
@@ -452,7 +501,7 @@ Result<Value> value_from_sequence(const onnx::SequenceProto& s, const std::strin
 }  // namespace
 
 Result<Value> load_value_pb(const std::string& path, char hint) {
-  BH_ASSIGN_OR_RETURN(std::string bytes, read_file(path));
+  BH_ASSIGN_OR_RETURN(FileBytes bytes, FileBytes::read(path));
   std::string dir = path.substr(0, path.find_last_of('/'));
   if (hint == 's') {
     onnx::SequenceProto s;

@@ -3,11 +3,23 @@
 #include <bit>
 #include <cstdlib>
 
+#include "memory/host_pages.h"
+
 namespace bulkhead {
 
 namespace {
 constexpr size_t kAlign = 64;
+
+// Blocks of a size class of 2 MiB and more come from host_pages_alloc (a function of the
+// class alone, so frees need no record).
+void* block_alloc(size_t cls) {
+  return host_pages_serve(cls, kAlign) ? host_pages_alloc(cls) : std::aligned_alloc(kAlign, cls);
 }
+void block_free(void* p, size_t cls) {
+  if (host_pages_serve(cls, kAlign)) host_pages_free(p, cls);
+  else std::free(p);
+}
+}  // namespace
 
 size_t CachingHostAllocator::size_class(size_t size) {
   if (size <= 4096) return (std::max<size_t>(size, 1) + kAlign - 1) / kAlign * kAlign;
@@ -19,7 +31,7 @@ size_t CachingHostAllocator::size_class(size_t size) {
 
 CachingHostAllocator::~CachingHostAllocator() {
   for (auto& [sz, blocks] : free_)
-    for (void* p : blocks) std::free(p);
+    for (void* p : blocks) block_free(p, sz);
 }
 
 Result<std::shared_ptr<Buffer>> CachingHostAllocator::allocate(size_t size, size_t alignment) {
@@ -38,7 +50,7 @@ Result<std::shared_ptr<Buffer>> CachingHostAllocator::allocate(size_t size, size
     peak_ = std::max(peak_, in_use_);
   }
   if (!p) {
-    p = std::aligned_alloc(kAlign, cls);
+    p = block_alloc(cls);
     if (!p) {
       std::lock_guard lock(mu_);
       in_use_ -= cls;
@@ -52,7 +64,7 @@ void CachingHostAllocator::release(void* data, void*, size_t size) {
   std::lock_guard lock(mu_);
   in_use_ -= size;
   if (cached_ + size > max_cached_) {
-    std::free(data);
+    block_free(data, size);
     return;
   }
   free_[size].push_back(data);

@@ -3,6 +3,7 @@
 #include <new>
 
 #include "bulkhead/memory.h"
+#include "memory/host_pages.h"
 
 namespace bulkhead {
 
@@ -42,17 +43,19 @@ std::shared_ptr<HostAllocator::Counters> HostAllocator::make_counters() { return
 Result<std::shared_ptr<Buffer>> HostAllocator::allocate(size_t size, size_t alignment) {
   if (alignment < alignof(std::max_align_t)) alignment = alignof(std::max_align_t);
   size_t rounded = (std::max<size_t>(size, 1) + alignment - 1) / alignment * alignment;
-  void* p = std::aligned_alloc(alignment, rounded);
+  const bool mapped = host_pages_serve(rounded, alignment);
+  void* p = mapped ? host_pages_alloc(rounded) : std::aligned_alloc(alignment, rounded);
   if (!p) return Status(StatusCode::kResourceExhausted, "host allocation of " + std::to_string(size) + " bytes failed");
   size_t now = counters_->in_use.fetch_add(rounded) + rounded;
   size_t peak = counters_->peak.load();
   while (now > peak && !counters_->peak.compare_exchange_weak(peak, now)) {
   }
-  return std::make_shared<Buffer>(shared_from_this(), domain_, p, rounded);
+  return std::make_shared<Buffer>(shared_from_this(), domain_, p, rounded, mapped ? host_pages_tag() : nullptr);
 }
 
-void HostAllocator::release(void* data, void*, size_t size) {
-  std::free(data);
+void HostAllocator::release(void* data, void* handle, size_t size) {
+  if (handle == host_pages_tag()) host_pages_free(data, size);
+  else std::free(data);
   counters_->in_use.fetch_sub(size);
 }
 

@@ -113,6 +113,29 @@ TEST_P(Optimize, ConvBatchNormRelu) {
             1);
 }
 
+// BatchNormalization folds into weights that something else also reads (a second Conv, a
+// graph output): those readers keep the weights as written (the fold goes into a copy;
+// weights nothing else reads are scaled in place).
+TEST_P(Optimize, FoldingLeavesSharedWeightsAlone) {
+  const ConvShape& s = GetParam();
+  std::string inits = "float[M] g1 = {" + values(s.M, 3, 0.5f, 2.f) + "}, float[M] b1 = {" + values(s.M, 4) +
+                      "}, float[M] m1 = {" + values(s.M, 5) + "}, float[M] v1 = {" + values(s.M, 6, 0.1f, 3.f) + "}";
+  for (size_t p; (p = inits.find("[M]")) != std::string::npos;) inits.replace(p, 3, "[" + std::to_string(s.M) + "]");
+  const std::string pads = std::to_string(s.K / 2);
+  const std::string conv2 = "  c2 = Conv <group = " + std::to_string(s.group) + ", pads = [" + pads + ", " + pads + ", " +
+                            pads + ", " + pads + "]> (x, w, b)\n";
+  EXPECT_GT(check_same(model(s, inits, "  n = BatchNormalization <epsilon = 0.001> (c, g1, b1, m1, v1)\n" + conv2 +
+                                           "  r = Relu(c2)\n  y = Add(n, r)"),
+                       s),
+            0);
+  const std::string wshape = "float[" + std::to_string(s.M) + "," + std::to_string(s.C / s.group) + "," +
+                             std::to_string(s.K) + "," + std::to_string(s.K) + "] w";
+  EXPECT_EQ(check_same(model(s, inits, "  y = BatchNormalization <epsilon = 0.001> (c, g1, b1, m1, v1)",
+                             "float[1,M,H,W] y, " + wshape),
+                       s),
+            1);
+}
+
 TEST_P(Optimize, ConvRelu) { EXPECT_EQ(check_same(model(GetParam(), "", "  y = Relu(c)"), GetParam()), 1); }
 
 TEST_P(Optimize, ConvClip) {
@@ -169,6 +192,13 @@ TEST_P(Optimize, IntermediateWithTwoConsumersIsNotFused) {
 
 TEST_P(Optimize, IdentityAndDropoutAreRemoved) {
   EXPECT_EQ(check_same(model(GetParam(), "", "  i = Identity(c)\n  d = Dropout(i)\n  y = Relu(d)"), GetParam()), 1);
+  // A chain, and an Identity whose input is read elsewhere too.
+  EXPECT_EQ(check_same(model(GetParam(), "", "  i = Identity(c)\n  j = Identity(i)\n  d = Dropout(j)\n  y = Relu(d)"),
+                       GetParam()),
+            1);
+  EXPECT_EQ(check_same(model(GetParam(), "", "  i = Identity(c)\n  j = Identity(i)\n  r = Relu(j)\n  y = Add(i, r)"),
+                       GetParam()),
+            3);
 }
 
 INSTANTIATE_TEST_SUITE_P(Paths, Optimize, ::testing::ValuesIn(kShapes),

@@ -1,4 +1,7 @@
+#include <sys/stat.h>
+
 #include <fstream>
+#include <thread>
 
 #include "ir/onnx_import.h"
 #include "onnx/onnx_pb.h"
@@ -36,6 +39,38 @@ TEST(Import, EmptyGarbageAndTruncatedFilesAreInvalidModels) {
     EXPECT_EQ(s.status().code(), StatusCode::kInvalidModel) << name << ": " << s.status().to_string();
     EXPECT_NE(s.status().message().find(name), std::string::npos) << s.status().message();
   }
+}
+
+// A regular file is mapped; anything else (here a FIFO) is read to its end. Both give the
+// same model; a directory is an error, not a crash.
+TEST(Import, ModelsLoadFromAFileAndFromAPipe) {
+  TempDir dir;
+  const std::string path = shared_dir() + "/models/silero_vad_v5/model.onnx";
+  std::string bytes = read_all(path);
+  ASSERT_GT(bytes.size(), 100000u);
+  auto from_file = ir::load_model(path);
+  ASSERT_TRUE(from_file.is_ok()) << from_file.status().to_string();
+  const std::string fifo = dir.file("pipe.onnx");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  std::thread writer([&] {
+    std::ofstream f(fifo, std::ios::binary);
+    f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  });
+  auto from_pipe = ir::load_model(fifo);
+  writer.join();
+  ASSERT_TRUE(from_pipe.is_ok()) << from_pipe.status().to_string();
+  EXPECT_EQ(from_pipe->graph->nodes.size(), from_file->graph->nodes.size());
+  EXPECT_EQ(from_pipe->graph->initializers.size(), from_file->graph->initializers.size());
+  for (const auto& [name, t] : from_file->graph->initializers) {
+    auto it = from_pipe->graph->initializers.find(name);
+    ASSERT_NE(it, from_pipe->graph->initializers.end()) << name;
+    ASSERT_EQ(it->second.nbytes(), t.nbytes()) << name;
+    if (t.nbytes()) {
+      EXPECT_EQ(std::memcmp(it->second.raw(), t.raw(), t.nbytes()), 0) << name;
+    }
+  }
+  auto from_dir = ir::load_model(dir.path());
+  EXPECT_FALSE(from_dir.is_ok());
 }
 
 TEST(Import, UnsupportedOperatorNamesNodeAndOperator) {

@@ -62,6 +62,9 @@ TEST(Npy, BadFilesGiveOneClearError) {
 }  // namespace
 }  // namespace bulkhead::test
 
+#include <cstdint>
+#include <cstring>
+
 #include "memory/caching_allocator.h"
 
 namespace bulkhead::test {
@@ -99,6 +102,48 @@ TEST(CachingHostAllocator, SizeClassesBoundWaste) {
     EXPECT_GE(c, n);
     EXPECT_LE(c, n + n / 8 + 64);
   }
+}
+
+// Blocks of 2 MiB and more come from host_pages_alloc (mapped, advised as huge pages):
+// aligned, writable end to end, counted, reused by the caching allocator, returned on free.
+TEST(HostPages, LargeBlocksFromBothAllocators) {
+  const size_t sizes[] = {(size_t{2} << 20) - 8, size_t{2} << 20, (size_t{2} << 20) + 1, 5000003, size_t{9} << 20};
+  auto host = HostAllocator::create("big");
+  for (size_t n : sizes) {
+    auto b = host->allocate(n);
+    ASSERT_TRUE(b.is_ok()) << n;
+    auto* p = static_cast<unsigned char*>((*b)->data());
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % 64, 0u);
+    std::memset(p, 0xab, n);
+    EXPECT_EQ(p[0], 0xab);
+    EXPECT_EQ(p[n - 1], 0xab);
+    EXPECT_GE(host->bytes_in_use(), n);
+    b->reset();
+    EXPECT_EQ(host->bytes_in_use(), 0u);
+  }
+  auto caching = std::make_shared<CachingHostAllocator>("big");
+  for (size_t n : sizes) {
+    void* first;
+    {
+      auto b = caching->allocate(n);
+      ASSERT_TRUE(b.is_ok()) << n;
+      first = (*b)->data();
+      EXPECT_EQ(reinterpret_cast<uintptr_t>(first) % 64, 0u);
+      std::memset(first, 0xcd, n);
+    }
+    auto again = caching->allocate(n);
+    EXPECT_EQ((*again)->data(), first) << n;
+    EXPECT_EQ(static_cast<unsigned char*>((*again)->data())[n - 1], 0xcd);
+  }
+  EXPECT_EQ(caching->bytes_in_use(), 0u);
+  // A cache that may hold nothing frees large blocks at once.
+  auto tiny = std::make_shared<CachingHostAllocator>("tiny", 0);
+  for (int i = 0; i < 3; ++i) {
+    auto b = tiny->allocate(size_t{4} << 20);
+    ASSERT_TRUE(b.is_ok());
+    std::memset((*b)->data(), i, size_t{4} << 20);
+  }
+  EXPECT_EQ(tiny->bytes_cached(), 0u);
 }
 
 TEST(CachingHostAllocator, BuffersOutliveTheirAllocatorHandle) {

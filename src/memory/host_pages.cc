@@ -1,0 +1,46 @@
+#include "memory/host_pages.h"
+
+#include <sys/mman.h>
+
+#include <cstdint>
+
+namespace bulkhead {
+namespace {
+
+constexpr size_t kHuge = size_t{2} << 20;
+constexpr size_t kPage = 4096;
+
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+constexpr bool kEnabled = false;
+#else
+constexpr bool kEnabled = true;
+#endif
+
+size_t map_length(size_t size) { return (size + kPage - 1) / kPage * kPage; }
+
+}  // namespace
+
+bool host_pages_serve(size_t size, size_t alignment) { return kEnabled && size >= kHuge && alignment <= kHuge; }
+
+void* host_pages_alloc(size_t size) {
+  const size_t len = map_length(size);
+  // Over-map by one huge page and cut the mapping down to a 2 MiB-aligned start.
+  void* raw = ::mmap(nullptr, len + kHuge, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (raw == MAP_FAILED) return nullptr;
+  const uintptr_t base = reinterpret_cast<uintptr_t>(raw);
+  const uintptr_t start = (base + kHuge - 1) & ~(kHuge - 1);
+  if (start > base) ::munmap(raw, start - base);
+  const uintptr_t end = base + len + kHuge;
+  if (end > start + len) ::munmap(reinterpret_cast<void*>(start + len), end - (start + len));
+  void* p = reinterpret_cast<void*>(start);
+  // Advice only: where the kernel has no huge pages (or THP is off) the block simply gets
+  // 4 KiB pages.
+  ::madvise(p, len, MADV_HUGEPAGE);
+  return p;
+}
+
+void host_pages_free(void* p, size_t size) {
+  if (p) ::munmap(p, map_length(size));
+}
+
+}  // namespace bulkhead

@@ -1,0 +1,31 @@
+// Large host blocks: mapped directly, aligned to 2 MiB and advised as transparent huge
+// pages (MADV_HUGEPAGE; the system setting is usually "madvise").
+//
+// A weight tensor or activation of several MiB is written in full soon after it is
+// allocated, and fresh 4 KiB pages cost a page fault each: for a model whose weights are
+// hundreds of MiB, faulting them in was most of session creation. With 2 MiB pages the
+// same memory takes 1/512 of the faults. Only whole 2 MiB pages inside the block are huge
+// (the mapping starts on a 2 MiB boundary and ends where the block ends), so resident
+// memory is what the block's user touches, as before.
+//
+// Sanitizer builds keep malloc for every block, so ASan and TSan still see them.
+// Used by HostAllocator and CachingHostAllocator; the functions are thread-safe and the
+// caller owns what host_pages_alloc returns until it hands it to host_pages_free.
+#pragma once
+
+#include <cstddef>
+
+namespace bulkhead {
+
+// Whether a block of `size` bytes with `alignment` is better served by host_pages_alloc.
+bool host_pages_serve(size_t size, size_t alignment);
+// The Buffer handle of a host block from host_pages_alloc, so that release() knows.
+inline void* host_pages_tag() {
+  static char tag;
+  return &tag;
+}
+// nullptr when the system refuses the mapping.
+void* host_pages_alloc(size_t size);
+void host_pages_free(void* p, size_t size);
+
+}  // namespace bulkhead
