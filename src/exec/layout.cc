@@ -32,7 +32,7 @@ enum class Kind { kNone, kConv, kPool, kGlobalPool, kUnary, kBinary, kConcat };
 
 class Planner {
  public:
-  explicit Planner(Graph& g) : g_(g) {}
+  Planner(Graph& g, bool input_defaults_constant) : g_(g), input_defaults_constant_(input_defaults_constant) {}
 
   Result<LayoutStats> run() {
     for (const auto& o : g_.outputs) pinned_.insert(o.name);
@@ -186,6 +186,7 @@ class Planner {
   const Tensor* constant(const std::string& v) const {
     auto it = g_.initializers.find(v);
     if (it == g_.initializers.end()) return nullptr;
+    if (input_defaults_constant_) return &it->second;
     for (const auto& in : g_.inputs)
       if (in.name == v) return nullptr;  // an overridable default
     return &it->second;
@@ -317,6 +318,7 @@ class Planner {
   }
 
   Graph& g_;
+  bool input_defaults_constant_;
   std::unordered_set<std::string> pinned_, blocked_;
   std::vector<bool> x_blocked_, y_blocked_;
   std::unordered_map<std::string, std::vector<size_t>> consumers_;
@@ -325,6 +327,8 @@ class Planner {
 
 }  // namespace
 
-Result<LayoutStats> block_channels(ir::Graph& g) { return Planner(g).run(); }
+Result<LayoutStats> block_channels(ir::Graph& g, bool input_defaults_constant) {
+  return Planner(g, input_defaults_constant).run();
+}
 
 }  // namespace bulkhead::exec

@@ -42,7 +42,9 @@ struct LayoutStats {
 };
 
 // Rewrites `g` (a top-level graph). Never fails on a graph it cannot improve: it leaves
-// those parts as they are.
-Result<LayoutStats> block_channels(ir::Graph& g);
+// those parts as they are. Weights must be constant: an initializer that is also a graph
+// input is a default the caller may override, unless `input_defaults_constant` (IR < 4
+// models, which list every initializer as an input).
+Result<LayoutStats> block_channels(ir::Graph& g, bool input_defaults_constant = false);
 
 }  // namespace bulkhead::exec

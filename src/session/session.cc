@@ -87,7 +87,7 @@ Result<Session> build_session(const std::shared_ptr<EnvImpl>& env, ir::Model mod
     // Every node runs on the CPU when it is the first device: keep convolution chains in
     // oneDNN's channel-blocked layout (exec/layout.h).
     if (options.optimization_level > 1 && impl->compile_options.placements.front().device->info().backend == "cpu")
-      BH_RETURN_IF_ERROR(exec::block_channels(*impl->model.graph).status());
+      BH_RETURN_IF_ERROR(exec::block_channels(*impl->model.graph, impl->model.ir_version < 4).status());
   }
   const ir::Graph& g = *impl->model.graph;
   // IR >= 4: an input with an initializer is a default the caller may override. IR < 4

@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "backend/backend.h"
+#include "backends/cpu/core_budget.h"
 #include "backends/cpu/cpu_kernels.h"
 #include "memory/caching_allocator.h"
 #include "oneapi/dnnl/dnnl.hpp"
@@ -36,10 +37,16 @@ class CpuDevice final : public Device {
   const KernelTable& kernels() const override { return *kernels_; }
   std::shared_ptr<void> enter_run(int threads) const override {
     // oneDNN and the element-wise loops use OpenMP, whose thread count is a per-thread
-    // setting of the calling thread: set it for this run and put it back afterwards.
+    // setting of the calling thread: set it for this run and put it back afterwards. The
+    // count is what the process-wide core budget grants (core_budget.h).
+    static cpu::CoreBudget budget(static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
+    int granted = budget.acquire(std::max(1, threads));
     int previous = omp_get_max_threads();
-    omp_set_num_threads(std::max(1, threads));
-    return std::shared_ptr<void>(nullptr, [previous](void*) { omp_set_num_threads(previous); });
+    omp_set_num_threads(granted);
+    return std::shared_ptr<void>(nullptr, [previous, granted](void*) {
+      omp_set_num_threads(previous);
+      budget.release(granted);
+    });
   }
 
  private:

@@ -18,9 +18,12 @@ namespace bulkhead::cpu {
 
 // Calls fn(begin, end) over [0, n) split across up to `threads` threads. Chunks are at
 // least `grain` items so small loops stay on the calling thread.
+// `threads` is capped by the run's OpenMP thread count (the cores the run was granted,
+// core_budget.h).
 template <typename Fn>
 void parallel_for(int threads, int64_t n, int64_t grain, Fn&& fn) {
   if (n <= 0) return;
+  threads = std::min(threads, omp_get_max_threads());
   int64_t chunks = std::max<int64_t>(1, std::min<int64_t>(threads, n / std::max<int64_t>(grain, 1)));
   if (chunks <= 1) {
     fn(int64_t{0}, n);
