@@ -100,6 +100,15 @@ class Session {
   const std::vector<IoInfo>& outputs() const;
   // "cpu:0 689 nodes" — how many nodes run on each device.
   std::vector<std::pair<std::string, int>> placement() const;
+  // Memory the session's allocator holds on each of its devices ("cpu:0", ...): `peak`
+  // is the most its runs have had in use at once (the arena a run needs), `cached` what
+  // it keeps for the next run, so that steady-state runs allocate nothing new. Empty for
+  // a session in a worker process (isolation "process").
+  struct MemoryUse {
+    std::string device;
+    AllocatorStats stats;
+  };
+  std::vector<MemoryUse> memory() const;
   const SessionOptions& options() const;
   // The pid of the worker process serving this session (isolation "process"); -1 for an
   // in-process session, and between a worker's death and its replacement.

@@ -71,9 +71,18 @@ class Buffer {
 };
 
 // Hands out buffers of one domain. Always held by shared_ptr (buffers keep it alive).
+// What an allocator holds, in bytes.
+struct AllocatorStats {
+  size_t in_use = 0;  // in live buffers now
+  size_t peak = 0;    // most in live buffers at once: the arena a session's runs need
+  size_t cached = 0;  // held for reuse (not in a live buffer)
+};
+
 class Allocator : public std::enable_shared_from_this<Allocator> {
  public:
   virtual ~Allocator() = default;
+  // Counters of this allocator (all zero for one that does not keep them).
+  virtual AllocatorStats stats() const { return {}; }
   virtual const Domain& domain() const = 0;
   virtual std::string name() const = 0;
   // A buffer of at least `size` bytes aligned to `alignment`.
@@ -96,6 +105,7 @@ class HostAllocator final : public Allocator {
   // Bytes currently allocated and the peak, for reports and leak tests.
   size_t bytes_in_use() const;
   size_t peak_bytes() const;
+  AllocatorStats stats() const override { return {bytes_in_use(), peak_bytes(), 0}; }
 
  private:
   Domain domain_ = Domain::host();

@@ -84,4 +84,9 @@ size_t CachingHostAllocator::peak_bytes() const {
   return peak_;
 }
 
+AllocatorStats CachingHostAllocator::stats() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return {in_use_, peak_, cached_};
+}
+
 }  // namespace bulkhead

@@ -28,6 +28,7 @@ class CachingHostAllocator final : public Allocator {
   size_t bytes_in_use() const;
   size_t bytes_cached() const;
   size_t peak_bytes() const;
+  AllocatorStats stats() const override;
   // Rounds a request up to its size class (at most 1/8 larger for big blocks).
   static size_t size_class(size_t size);
 

@@ -251,6 +251,14 @@ std::vector<std::pair<std::string, int>> Session::placement() const {
   return r;
 }
 
+std::vector<Session::MemoryUse> Session::memory() const {
+  std::vector<MemoryUse> r;
+  if (impl_->remote) return r;
+  for (const auto& p : impl_->compile_options.placements)
+    r.push_back({p.device->info().backend + ":" + std::to_string(p.device->info().ordinal), p.allocator->stats()});
+  return r;
+}
+
 namespace {
 
 // Session::run_values; `own_outputs` = false lets outputs alias inputs and weights (for

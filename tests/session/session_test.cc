@@ -21,6 +21,37 @@ Tensor ones(const Shape& s, DataType dt = DataType::kFloat32) {
   return t;
 }
 
+TEST(Session, MemoryUseIsReportedAndSteadyAfterTheFirstRun) {
+  Env env;
+  Session s = load_text(env, R"(<ir_version: 8, opset_import: ["" : 17]>
+g (float[64,1024] x) => (float[64,1024] y) { a = Relu(x)
+ b = Sigmoid(a)
+ c = Add(a, b)
+ y = Mul(c, b) })");
+  auto m0 = s.memory();
+  ASSERT_EQ(m0.size(), 1u);
+  EXPECT_EQ(m0[0].device, "cpu:0");
+  NamedTensors in{{"x", ones({64, 1024})}};
+  {
+    auto r = s.run(in);
+    ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+  }
+  AllocatorStats first = s.memory()[0].stats;
+  const size_t one = 64 * 1024 * sizeof(float);
+  EXPECT_GE(first.peak, 2 * one);  // a and b (at least) are alive at once
+  EXPECT_EQ(first.in_use, 0u);     // the outputs are released
+  EXPECT_GE(first.cached, 2 * one);
+  // Later runs reuse what the first one left: no new memory, the same peak.
+  for (int i = 0; i < 3; ++i) {
+    auto r = s.run(in);
+    ASSERT_TRUE(r.is_ok());
+  }
+  AllocatorStats later = s.memory()[0].stats;
+  EXPECT_EQ(later.peak, first.peak);
+  EXPECT_EQ(later.cached, first.cached);
+  EXPECT_EQ(later.in_use, 0u);
+}
+
 TEST(Session, DescribesInputsAndOutputs) {
   Env env;
   Session s = load_text(env, kAddModel);

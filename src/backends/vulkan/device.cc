@@ -55,6 +55,7 @@ Result<std::shared_ptr<Buffer>> SessionAllocator::arena_allocate(size_t size) {
     BH_ASSIGN_OR_RETURN(a, device_->memory().allocate(size));
     a->in_arena = true;
     capture_.arena.push_back(a);
+    count(0, a->size);
   } else {
     // Replay: the recorded run's allocation at this position — same size, or the run
     // is not the one recorded.
@@ -62,7 +63,20 @@ Result<std::shared_ptr<Buffer>> SessionAllocator::arena_allocate(size_t size) {
       return internal_error("vulkan: graph capture: this run allocates differently from the recorded one");
     a = capture_.arena[arena_next_++];
   }
+  count(static_cast<int64_t>(size));
   return std::make_shared<Buffer>(shared_from_this(), domain(), nullptr, size, a);
+}
+
+void SessionAllocator::count(int64_t delta, size_t arena_delta) {
+  std::lock_guard<std::mutex> l(stats_mu_);
+  stats_.in_use = static_cast<size_t>(static_cast<int64_t>(stats_.in_use) + delta);
+  stats_.peak = std::max(stats_.peak, stats_.in_use);
+  stats_.cached += arena_delta;
+}
+
+AllocatorStats SessionAllocator::stats() const {
+  std::lock_guard<std::mutex> l(stats_mu_);
+  return stats_;
 }
 
 void SessionAllocator::destroy(CommandFrame& f) {
@@ -80,11 +94,13 @@ Result<std::shared_ptr<Buffer>> SessionAllocator::allocate(size_t size, size_t a
   if (arena_mode_ != ArenaMode::kNone && capture_thread_.load() == std::this_thread::get_id())
     return arena_allocate(size);
   BH_ASSIGN_OR_RETURN(Allocation * a, device_->memory().allocate(size));
+  count(static_cast<int64_t>(size));
   return std::make_shared<Buffer>(shared_from_this(), domain(), nullptr, size, a);
 }
 
-void SessionAllocator::release(void*, void* handle, size_t) {
+void SessionAllocator::release(void*, void* handle, size_t size) {
   auto* a = static_cast<Allocation*>(handle);
+  count(-static_cast<int64_t>(size));
   if (a && a->in_arena) return;  // the capture keeps it for the next replay
   device_->memory().free(a);
 }

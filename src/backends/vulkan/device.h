@@ -80,6 +80,9 @@ class SessionAllocator final : public Allocator {
   std::string name() const override { return owner_; }
   Result<std::shared_ptr<Buffer>> allocate(size_t size, size_t alignment = 64) override;
   void release(void* data, void* handle, size_t size) override;
+  // Device bytes in this session's live buffers, their peak, and the capture arena kept
+  // for replays (cached).
+  AllocatorStats stats() const override;
 
   VulkanDevice& device() const { return *device_; }
   const SubmitPolicy& policy() const { return policy_; }
@@ -100,7 +103,10 @@ class SessionAllocator final : public Allocator {
  private:
   void destroy(CommandFrame& f);
   Result<std::shared_ptr<Buffer>> arena_allocate(size_t size);
+  void count(int64_t delta, size_t arena_delta = 0);
   std::shared_ptr<VulkanDevice> device_;
+  mutable std::mutex stats_mu_;
+  AllocatorStats stats_;
   std::string owner_;
   SubmitPolicy policy_;
   std::mutex mu_;
