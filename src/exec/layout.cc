@@ -1,4 +1,5 @@
 #include "exec/layout.h"
+#include "exec/outer_refs.h"
 
 #include <unordered_map>
 #include <unordered_set>
@@ -14,19 +15,6 @@ using ir::Node;
 
 constexpr int64_t kBlock = 16;
 
-void collect_outer_refs(const Graph& g, std::unordered_set<std::string>& out) {
-  auto visit = [&](const std::shared_ptr<const Graph>& sg) {
-    if (!sg) return;
-    for (const auto& r : sg->outer_refs) out.insert(r);
-    collect_outer_refs(*sg, out);
-  };
-  for (const auto& n : g.nodes)
-    for (const auto& [k, a] : n.attrs) {
-      if (a.type == AttrType::kGraph) visit(a.g);
-      if (a.type == AttrType::kGraphs)
-        for (const auto& sg : a.graphs) visit(sg);
-    }
-}
 
 enum class Kind { kNone, kConv, kPool, kGlobalPool, kUnary, kBinary, kConcat };
 

@@ -1,4 +1,5 @@
 #include "exec/optimize.h"
+#include "exec/outer_refs.h"
 
 #include <algorithm>
 #include <cmath>
@@ -16,19 +17,6 @@ using ir::AttrType;
 using ir::Graph;
 using ir::Node;
 
-void collect_outer_refs(const Graph& g, std::unordered_set<std::string>& out) {
-  auto visit = [&](const std::shared_ptr<const Graph>& sg) {
-    if (!sg) return;
-    for (const auto& r : sg->outer_refs) out.insert(r);
-    collect_outer_refs(*sg, out);
-  };
-  for (const auto& n : g.nodes)
-    for (const auto& [k, a] : n.attrs) {
-      if (a.type == AttrType::kGraph) visit(a.g);
-      if (a.type == AttrType::kGraphs)
-        for (const auto& sg : a.graphs) visit(sg);
-    }
-}
 
 bool near(float a, float b) { return std::fabs(a - b) <= 1e-6f * std::max(1.f, std::fabs(b)); }
 

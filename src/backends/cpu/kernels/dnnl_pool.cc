@@ -199,6 +199,7 @@ class PoolKernel final : public Kernel {
     memory::desc src_md, dst_md, scratch_md;
   };
   std::shared_ptr<const Plan> plan_for(const Shape& x, const PoolGeo& g) const;
+  Status run_plan(KernelContext& ctx, const Plan& plan, const void* x, void* y) const;
   // X in nChw16c: pooled as [N, 16 * C/16, H, W] (the padded channels are pooled too).
   Status compute_blocked(KernelContext& ctx, const Tensor& x) const;
 
@@ -281,25 +282,7 @@ Status PoolKernel::compute(KernelContext& ctx) const {
   if (x->numel() == 0) return invalid_argument(where + "empty input " + x->describe() + " gives no pooling windows");
   if (dt == DataType::kFloat32 && !want_idx && a_.kind != PoolKind::kLp) {
     auto plan = plan_for(x->shape(), g);
-    if (!plan->use_ref) {
-      try {
-        dnnl::stream s(eng_);
-        std::vector<Tensor> held;
-        std::unordered_map<int, memory> args{{DNNL_ARG_SRC, memory(plan->src_md, eng_, x->raw())},
-                                             {DNNL_ARG_DST, memory(plan->dst_md, eng_, y.raw())}};
-        size_t ss = plan->scratch_md.get_size();
-        if (ss) {
-          BH_ASSIGN_OR_RETURN(Tensor sc, ctx.allocate_scratch(DataType::kUInt8, Shape{static_cast<int64_t>(ss)}));
-          held.push_back(sc);
-          args.emplace(DNNL_ARG_SCRATCHPAD, memory(plan->scratch_md, eng_, sc.raw()));
-        }
-        plan->prim.execute(s, args);
-        s.wait();
-        return Status::ok();
-      } catch (const dnnl::error& e) {
-        return internal_error(where + "oneDNN pooling failed: " + e.what());
-      }
-    }
+    if (!plan->use_ref) return run_plan(ctx, *plan, x->raw(), y.raw());
   }
   Geo3 g3 = to_geo3(g);
   int64_t NC = x->dim(0) * x->dim(1);
@@ -315,6 +298,24 @@ Status PoolKernel::compute(KernelContext& ctx) const {
   return Status::ok();
 }
 
+Status PoolKernel::run_plan(KernelContext& ctx, const Plan& plan, const void* x, void* y) const {
+  try {
+    dnnl::stream s(eng_);
+    Tensor scratch;  // alive until the primitive has finished
+    std::unordered_map<int, memory> args{{DNNL_ARG_SRC, memory(plan.src_md, eng_, const_cast<void*>(x))},
+                                         {DNNL_ARG_DST, memory(plan.dst_md, eng_, y)}};
+    if (size_t ss = plan.scratch_md.get_size()) {
+      BH_ASSIGN_OR_RETURN(scratch, ctx.allocate_scratch(DataType::kUInt8, Shape{static_cast<int64_t>(ss)}));
+      args.emplace(DNNL_ARG_SCRATCHPAD, memory(plan.scratch_md, eng_, scratch.raw()));
+    }
+    plan.prim.execute(s, args);
+    s.wait();
+    return Status::ok();
+  } catch (const dnnl::error& e) {
+    return internal_error(ctx.where() + "oneDNN pooling failed: " + e.what());
+  }
+}
+
 Status PoolKernel::compute_blocked(KernelContext& ctx, const Tensor& x) const {
   const std::string where = ctx.where();
   using dnnl_util::kBlock;
@@ -328,26 +329,8 @@ Status PoolKernel::compute_blocked(KernelContext& ctx, const Tensor& x) const {
   BH_ASSIGN_OR_RETURN(Tensor y, ctx.allocate_output(0, DataType::kFloat32, Shape{N, x.dim(1), g.out[0], g.out[1], kBlock}));
   if (y.numel() == 0) return Status::ok();
   if (x.numel() == 0) return invalid_argument(where + "empty input " + x.describe() + " gives no pooling windows");
-  std::vector<Tensor> held;
   auto plan = plan_for(xs, g);
-  if (!plan->use_ref) {
-    try {
-      dnnl::stream s(eng_);
-      std::unordered_map<int, memory> args{{DNNL_ARG_SRC, memory(plan->src_md, eng_, const_cast<void*>(x.raw()))},
-                                           {DNNL_ARG_DST, memory(plan->dst_md, eng_, y.raw())}};
-      size_t ss = plan->scratch_md.get_size();
-      if (ss) {
-        BH_ASSIGN_OR_RETURN(Tensor sc, ctx.allocate_scratch(DataType::kUInt8, Shape{static_cast<int64_t>(ss)}));
-        held.push_back(sc);
-        args.emplace(DNNL_ARG_SCRATCHPAD, memory(plan->scratch_md, eng_, sc.raw()));
-      }
-      plan->prim.execute(s, args);
-      s.wait();
-      return Status::ok();
-    } catch (const dnnl::error& e) {
-      return internal_error(where + "oneDNN pooling failed: " + e.what());
-    }
-  }
+  if (!plan->use_ref) return run_plan(ctx, *plan, x.raw(), y.raw());
   // The loops, on plain copies.
   const int64_t S_in = xs[2] * xs[3], S_out = g.out[0] * g.out[1];
   BH_ASSIGN_OR_RETURN(Tensor xp, ctx.allocate_scratch(DataType::kFloat32, xs));
