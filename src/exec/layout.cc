@@ -53,36 +53,32 @@ class Planner {
     std::vector<Node> out_nodes;
     out_nodes.reserve(g_.nodes.size() + 16);
     std::unordered_set<std::string> plain_made, blocked_made;
+    // A conversion node (domain "bulkhead") from `in` to `out`, placed at the current end.
+    auto convert = [&](const char* op, const std::string& in, const std::string& out) -> Node& {
+      Node c;
+      c.name = out + "/" + op;
+      c.op_type = op;
+      c.domain = kLayoutDomain;
+      c.opset = 1;
+      c.inputs = {in};
+      c.outputs = {out};
+      out_nodes.push_back(std::move(c));
+      ++stats_.conversions;
+      return out_nodes.back();
+    };
     auto ensure_plain = [&](const std::string& v) {
       if (!blocked_.count(v) || plain_made.count(v)) return;
       plain_made.insert(v);
-      Node c;
-      c.name = v + "/from_nChw16c";
-      c.op_type = "FromBlocked16";
-      c.domain = kLayoutDomain;
-      c.opset = 1;
-      c.inputs = {bname(v)};
-      c.outputs = {v};
       ir::Attribute a;
       a.type = AttrType::kInt;
       a.i = shape4(v)->at(1).value;
-      c.attrs["channels"] = a;
-      out_nodes.push_back(std::move(c));
-      ++stats_.conversions;
+      convert("FromBlocked16", bname(v), v).attrs["channels"] = a;
     };
     auto ensure_blocked = [&](const std::string& v) {
       if (blocked_.count(v) || blocked_made.count(v)) return;
       blocked_made.insert(v);
-      Node c;
-      c.name = v + "/to_nChw16c";
-      c.op_type = "ToBlocked16";
-      c.domain = kLayoutDomain;
-      c.opset = 1;
-      c.inputs = {v};
-      c.outputs = {bname(v)};
       add_blocked_info(v);
-      out_nodes.push_back(std::move(c));
-      ++stats_.conversions;
+      convert("ToBlocked16", v, bname(v));
     };
     auto str_attr = [](const char* s) {
       ir::Attribute a;

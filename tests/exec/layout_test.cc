@@ -13,12 +13,7 @@ namespace bulkhead::test {
 namespace {
 
 std::string values(int64_t n, uint32_t seed, float lo = -0.5f, float hi = 0.5f) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> d(lo, hi);
-  std::ostringstream os;
-  os.precision(9);
-  for (int64_t i = 0; i < n; ++i) os << (i ? ", " : "") << d(rng);
-  return os.str();
+  return random_values_text(n, seed, lo, hi);
 }
 
 // "float[M,C,K,K] name = {...}, float[M] name_b = {...}"

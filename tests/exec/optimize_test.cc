@@ -10,12 +10,7 @@ namespace bulkhead::test {
 namespace {
 
 std::string values(int64_t n, uint32_t seed, float lo = -1.f, float hi = 1.f) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> d(lo, hi);
-  std::ostringstream os;
-  os.precision(9);
-  for (int64_t i = 0; i < n; ++i) os << (i ? ", " : "") << d(rng);
-  return os.str();
+  return random_values_text(n, seed, lo, hi);
 }
 
 struct ConvShape {

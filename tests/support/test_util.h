@@ -56,6 +56,16 @@ class TempDir {
   std::string path_;
 };
 
+// `n` uniform random floats in [lo, hi) as ONNX text ("0.1, -0.3, ..."), for initializers.
+inline std::string random_values_text(int64_t n, uint32_t seed, float lo, float hi) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> d(lo, hi);
+  std::ostringstream os;
+  os.precision(9);
+  for (int64_t i = 0; i < n; ++i) os << (i ? ", " : "") << d(rng);
+  return os.str();
+}
+
 inline Tensor random_tensor(const Shape& s, uint32_t seed) {
   Tensor t = Tensor::host(DataType::kFloat32, s);
   std::mt19937 rng(seed);
