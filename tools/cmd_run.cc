@@ -152,9 +152,14 @@ int run_cmd(const RunArgs& a) {
   if (!a.quiet) {
     std::printf("model %s\n", a.model.c_str());
     for (auto& [dev, n] : session->placement()) std::printf("  %s: %d nodes\n", dev.c_str(), n);
-    for (auto& m : session->memory())
-      std::printf("  %s memory: peak %.1f MiB in use (the arena a run needs), %.1f MiB kept for reuse\n",
-                  m.device.c_str(), m.stats.peak / 1048576.0, m.stats.cached / 1048576.0);
+    for (auto& m : session->memory()) {
+      std::printf("  %s memory: peak %.1f MiB in use, %.1f MiB kept for reuse", m.device.c_str(),
+                  m.stats.peak / 1048576.0, m.stats.cached / 1048576.0);
+      if (m.stats.arena)
+        std::printf(" (a %.1f MiB arena holds %zu tensors of each run, placed by lifetime)", m.stats.arena / 1048576.0,
+                    m.stats.arena_blocks);
+      std::printf("\n");
+    }
     for (auto& [name, t] : *outs) std::printf("output %-24s %-20s %s\n", name.c_str(), t.describe().c_str(), stats(t).c_str());
   }
   std::printf("session created in %.3f ms\n", create_ms);

@@ -74,21 +74,39 @@ class Buffer {
 // What an allocator holds, in bytes.
 struct AllocatorStats {
   size_t in_use = 0;  // in live buffers now
-  size_t peak = 0;    // most in live buffers at once: the arena a session's runs need
+  size_t peak = 0;    // most in live buffers at once
   size_t cached = 0;  // held for reuse (not in a live buffer)
+  // Of in_use + cached: the arena in which a run's intermediates are placed by lifetime
+  // (0 where the allocator plans none).
+  size_t arena = 0;
+  size_t arena_blocks = 0;  // the allocations of one run placed in it
 };
+
+class RunAllocator;
 
 class Allocator : public std::enable_shared_from_this<Allocator> {
  public:
   virtual ~Allocator() = default;
   // Counters of this allocator (all zero for one that does not keep them).
   virtual AllocatorStats stats() const { return {}; }
+  // An allocator for the tensors of one top-level run, or nullptr to allocate them from
+  // this one. Runs of a session may overlap: each gets its own, or nullptr.
+  virtual std::shared_ptr<RunAllocator> open_run() { return nullptr; }
   virtual const Domain& domain() const = 0;
   virtual std::string name() const = 0;
   // A buffer of at least `size` bytes aligned to `alignment`.
   virtual Result<std::shared_ptr<Buffer>> allocate(size_t size, size_t alignment = 64) = 0;
   // Called by ~Buffer. Implementations must accept calls from any thread.
   virtual void release(void* data, void* handle, size_t size) = 0;
+};
+
+// The allocations of one top-level run (Allocator::open_run). Its buffers may outlive
+// the run (the run's outputs) and keep it alive.
+class RunAllocator : public Allocator {
+ public:
+  // The run is over: every intermediate it allocated has been released; what is still
+  // alive is an output. `ok` is false when the run failed part-way.
+  virtual void finish(bool ok) = 0;
 };
 
 // Plain aligned process memory in the host domain. Stateless apart from counters.

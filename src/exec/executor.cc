@@ -306,6 +306,18 @@ Result<std::vector<Value>> run(const CompiledGraph& g, std::vector<Value> inputs
     return invalid_argument("graph '" + g.graph->name + "' takes " + std::to_string(g.input_slots.size()) +
                             " inputs, got " + std::to_string(inputs.size()));
   const auto& placements = rc.opts->placements;
+  // A top-level run allocates through each session allocator's run allocator, where it
+  // makes one (the CPU's lifetime-planned arena), and finishes them after everything
+  // else of the run has gone, its device states included: only outputs are left.
+  std::vector<std::shared_ptr<RunAllocator>> run_allocators;
+  struct Finish {
+    std::vector<std::shared_ptr<RunAllocator>>& ras;
+    bool ok = false;
+    ~Finish() {
+      for (auto& ra : ras)
+        if (ra) ra->finish(ok);
+    }
+  } finish{run_allocators};
   // A top-level run asks each device for its per-run state (Device::begin_run); the
   // states are destroyed here after run_steps returns, so they outlast every kernel of
   // the run. Devices that make none (the CPU) leave this vector empty: no allocation.
@@ -313,6 +325,11 @@ Result<std::vector<Value>> run(const CompiledGraph& g, std::vector<Value> inputs
   RunContext with_states;
   const RunContext* rcp = &rc;
   if (!outer) {
+    for (size_t p = 0; p < placements.size(); ++p)
+      if (auto ra = placements[p].allocator->open_run()) {
+        run_allocators.resize(placements.size());
+        run_allocators[p] = std::move(ra);
+      }
     for (size_t p = 0; p < placements.size(); ++p) {
       RunStart start{placements[p].allocator.get(), &g.nodes_per_placement[p], &inputs, g.capturable};
       if (auto st = placements[p].device->begin_run(start)) {
@@ -320,9 +337,10 @@ Result<std::vector<Value>> run(const CompiledGraph& g, std::vector<Value> inputs
         device_states[p] = std::move(st);
       }
     }
-    if (!device_states.empty()) {
+    if (!device_states.empty() || !run_allocators.empty()) {
       with_states = rc;
-      with_states.device_states = &device_states;
+      if (!device_states.empty()) with_states.device_states = &device_states;
+      if (!run_allocators.empty()) with_states.run_allocators = &run_allocators;
       rcp = &with_states;
     }
   }
@@ -353,6 +371,8 @@ Result<std::vector<Value>> run(const CompiledGraph& g, std::vector<Value> inputs
       if (!s.is_ok()) return s.with_context("graph output " + std::to_string(i) + ": ");
     }
   }
+  finish.ok = outs.is_ok();
+  if (!device_states.empty()) device_states.clear();
   return outs;
 }
 
@@ -379,7 +399,7 @@ Result<std::vector<Value>> run_steps(const CompiledGraph& g, std::vector<Value> 
   };
   std::vector<Value> step_inputs;
   for (const Step& st : g.steps) {
-    Allocator& alloc = *placements[st.placement].allocator;
+    Allocator& alloc = rc.allocator(st.placement);
     const Domain& dom = placements[st.placement].device->compute_domain();
     step_inputs.assign(st.in.size(), Value());
     for (size_t i = 0; i < st.in.size(); ++i) {

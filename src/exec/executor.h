@@ -89,6 +89,14 @@ struct RunContext {
   // Per-placement state from Device::begin_run, set by run() for the top-level graph and
   // inherited by its subgraphs; null when no device made any.
   const std::vector<std::shared_ptr<void>>* device_states = nullptr;
+  // Per-placement allocators of this run (Allocator::open_run), set by run() for the
+  // top-level graph and inherited by its subgraphs; an entry that is null, or no vector,
+  // means the placement's session allocator.
+  const std::vector<std::shared_ptr<RunAllocator>>* run_allocators = nullptr;
+  Allocator& allocator(size_t placement) const {
+    if (run_allocators && (*run_allocators)[placement]) return *(*run_allocators)[placement];
+    return *opts->placements[placement].allocator;
+  }
 };
 
 // Runs a compiled graph with `inputs` bound to its inputs in order (a none value leaves

@@ -34,7 +34,7 @@ CachingHostAllocator::~CachingHostAllocator() {
     for (void* p : blocks) block_free(p, sz);
 }
 
-Result<std::shared_ptr<Buffer>> CachingHostAllocator::allocate(size_t size, size_t alignment) {
+Result<void*> CachingHostAllocator::take(size_t size, size_t alignment, size_t* cls_out) {
   if (alignment > kAlign) return invalid_argument(name_ + ": alignment above 64 bytes is not supported");
   size_t cls = size_class(size);
   void* p = nullptr;
@@ -57,10 +57,19 @@ Result<std::shared_ptr<Buffer>> CachingHostAllocator::allocate(size_t size, size
       return Status(StatusCode::kResourceExhausted, name_ + ": allocation of " + std::to_string(size) + " bytes failed");
     }
   }
+  *cls_out = cls;
+  return p;
+}
+
+Result<std::shared_ptr<Buffer>> CachingHostAllocator::allocate(size_t size, size_t alignment) {
+  size_t cls = 0;
+  BH_ASSIGN_OR_RETURN(void* p, take(size, alignment, &cls));
   return std::make_shared<Buffer>(shared_from_this(), domain_, p, cls);
 }
 
-void CachingHostAllocator::release(void* data, void*, size_t size) {
+void CachingHostAllocator::release(void* data, void*, size_t size) { give(data, size); }
+
+void CachingHostAllocator::give(void* data, size_t size) {
   std::lock_guard lock(mu_);
   in_use_ -= size;
   if (cached_ + size > max_cached_) {
@@ -69,6 +78,14 @@ void CachingHostAllocator::release(void* data, void*, size_t size) {
   }
   free_[size].push_back(data);
   cached_ += size;
+}
+
+void CachingHostAllocator::trim() {
+  std::lock_guard lock(mu_);
+  for (auto& [sz, blocks] : free_)
+    for (void* p : blocks) block_free(p, sz);
+  free_.clear();
+  cached_ = 0;
 }
 
 size_t CachingHostAllocator::bytes_in_use() const {

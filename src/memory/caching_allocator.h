@@ -25,6 +25,13 @@ class CachingHostAllocator final : public Allocator {
   Result<std::shared_ptr<Buffer>> allocate(size_t size, size_t alignment = 64) override;
   void release(void* data, void* handle, size_t size) override;
 
+  // The block behind allocate(), for an allocator built on this cache: at least `size`
+  // bytes, `*cls` of them (its size class), counted in use until give(p, *cls).
+  Result<void*> take(size_t size, size_t alignment, size_t* cls);
+  void give(void* p, size_t cls);
+  // Frees every cached block.
+  void trim();
+
   size_t bytes_in_use() const;
   size_t bytes_cached() const;
   size_t peak_bytes() const;

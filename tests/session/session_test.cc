@@ -41,6 +41,9 @@ g (float[64,1024] x) => (float[64,1024] y) { a = Relu(x)
   EXPECT_GE(first.peak, 2 * one);  // a and b (at least) are alive at once
   EXPECT_EQ(first.in_use, 0u);     // the outputs are released
   EXPECT_GE(first.cached, 2 * one);
+  // a, b and c are alive together (c = a + b, then b is read again): a three-block arena.
+  EXPECT_EQ(first.arena, 3 * one);
+  EXPECT_EQ(first.arena_blocks, 3u);
   // Later runs reuse what the first one left: no new memory, the same peak.
   for (int i = 0; i < 3; ++i) {
     auto r = s.run(in);
@@ -50,6 +53,7 @@ g (float[64,1024] x) => (float[64,1024] y) { a = Relu(x)
   EXPECT_EQ(later.peak, first.peak);
   EXPECT_EQ(later.cached, first.cached);
   EXPECT_EQ(later.in_use, 0u);
+  EXPECT_EQ(later.arena, first.arena);
 }
 
 TEST(Session, DescribesInputsAndOutputs) {

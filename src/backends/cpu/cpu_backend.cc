@@ -8,7 +8,7 @@
 #include "backend/backend.h"
 #include "backends/cpu/core_budget.h"
 #include "backends/cpu/cpu_kernels.h"
-#include "memory/caching_allocator.h"
+#include "memory/planned_allocator.h"
 #include "oneapi/dnnl/dnnl.hpp"
 
 namespace bulkhead {
@@ -32,7 +32,7 @@ class CpuDevice final : public Device {
   const DeviceInfo& info() const override { return info_; }
   const Domain& compute_domain() const override { return domain_; }
   std::shared_ptr<Allocator> create_session_allocator(const std::string& owner) override {
-    return std::make_shared<CachingHostAllocator>("cpu:" + owner);
+    return std::make_shared<PlannedHostAllocator>("cpu:" + owner);
   }
   const KernelTable& kernels() const override { return *kernels_; }
   std::shared_ptr<void> enter_run(int threads) const override {

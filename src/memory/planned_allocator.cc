@@ -1,0 +1,246 @@
+#include "memory/planned_allocator.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <unordered_map>
+
+#include "memory/host_pages.h"
+
+namespace bulkhead {
+
+namespace {
+constexpr size_t kAlign = 64;
+constexpr uint64_t kOpen = std::numeric_limits<uint64_t>::max();
+
+size_t round_up(size_t n) { return (std::max<size_t>(n, 1) + kAlign - 1) / kAlign * kAlign; }
+
+bool planning_enabled() {
+  const char* e = std::getenv("BULKHEAD_CPU_ARENA");
+  return !(e && std::strcmp(e, "0") == 0);
+}
+}  // namespace
+
+// One block of memory that a plan's slots are offsets into. Freed when the last run that
+// used it, and the last buffer in it, are gone.
+struct PlannedHostAllocator::Arena {
+  char* base = nullptr;
+  size_t size = 0;
+  size_t live_blocks = 0, live_bytes = 0;  // guarded by the allocator's mutex
+
+  static std::shared_ptr<Arena> make(size_t size) {
+    auto a = std::make_shared<Arena>();
+    a->size = size;
+    void* p = host_pages_serve(size, kAlign) ? host_pages_alloc(size) : std::aligned_alloc(kAlign, round_up(size));
+    if (!p) return nullptr;
+    a->base = static_cast<char*>(p);
+    return a;
+  }
+  ~Arena() {
+    if (!base) return;
+    if (host_pages_serve(size, kAlign)) host_pages_free(base, size);
+    else std::free(base);
+  }
+};
+
+// The allocations of one run. Holds the allocator's arena when the run got it, and then
+// replays the plan; records the run either way.
+class RunArena final : public RunAllocator {
+ public:
+  RunArena(std::shared_ptr<PlannedHostAllocator> owner, std::shared_ptr<PlannedHostAllocator::Arena> arena,
+           std::shared_ptr<const std::vector<PlannedHostAllocator::Slot>> plan)
+      : owner_(std::move(owner)), arena_(std::move(arena)), plan_(std::move(plan)) {}
+  const Domain& domain() const override { return owner_->domain(); }
+  std::string name() const override { return owner_->name() + "/run"; }
+  AllocatorStats stats() const override { return owner_->stats(); }
+
+  Result<std::shared_ptr<Buffer>> allocate(size_t size, size_t alignment) override {
+    if (alignment > kAlign) return invalid_argument(name() + ": alignment above 64 bytes is not supported");
+    const size_t need = round_up(size);
+    std::lock_guard lock(owner_->mu_);
+    const size_t idx = trace_.size();
+    void* p = nullptr;
+    size_t bytes = 0;
+    void* handle = nullptr;
+    if (!finished_ && arena_ && !diverged_) {
+      const auto* slot = idx < plan_->size() ? &(*plan_)[idx] : nullptr;
+      if (!slot || slot->size != need) {
+        diverged_ = true;
+      } else if (!slot->from_cache) {
+        if (overlaps_live(slot->offset, slot->offset + need)) {
+          diverged_ = true;
+        } else {
+          p = arena_->base + slot->offset;
+          bytes = need;
+          handle = arena_.get();
+          live_ranges_.emplace_back(slot->offset, slot->offset + need);
+          arena_->live_blocks++;
+          arena_->live_bytes += need;
+        }
+      }
+    }
+    if (!p) {
+      BH_ASSIGN_OR_RETURN(p, owner_->cache_->take(size, alignment, &bytes));
+    }
+    if (!finished_) {
+      open_[p] = idx;
+      trace_.push_back({need, clock_++, kOpen});
+    }
+    owner_->count_in_locked(bytes);
+    return std::make_shared<Buffer>(shared_from_this(), domain(), p, bytes, handle);
+  }
+
+  void release(void* data, void* handle, size_t size) override {
+    std::lock_guard lock(owner_->mu_);
+    if (!finished_) {
+      auto it = open_.find(data);
+      if (it != open_.end()) {
+        trace_[it->second].end = clock_++;
+        open_.erase(it);
+      }
+    }
+    owner_->in_use_ -= size;
+    if (handle) {
+      auto* a = static_cast<PlannedHostAllocator::Arena*>(handle);
+      a->live_blocks--;
+      a->live_bytes -= size;
+      size_t off = static_cast<char*>(data) - a->base;
+      for (size_t i = 0; i < live_ranges_.size(); ++i)
+        if (live_ranges_[i].first == off) {
+          live_ranges_[i] = live_ranges_.back();
+          live_ranges_.pop_back();
+          break;
+        }
+      return;
+    }
+    owner_->cache_->give(data, size);
+  }
+
+  void finish(bool ok) override {
+    std::lock_guard lock(owner_->mu_);
+    if (finished_) return;
+    finished_ = true;
+    owner_->busy_ = false;
+    // A failed run says nothing about the next one: keep the plan as it is.
+    if (!ok) return;
+    if (arena_ && !diverged_ && trace_.size() == plan_->size()) return;  // the plan held
+    std::vector<bool> open(trace_.size(), false);
+    for (auto& [p, idx] : open_) open[idx] = true;
+    owner_->replan_locked(trace_, open);
+  }
+
+ private:
+  bool overlaps_live(size_t begin, size_t end) const {
+    for (const auto& [b, e] : live_ranges_)
+      if (b < end && begin < e) return true;
+    return false;
+  }
+
+  std::shared_ptr<PlannedHostAllocator> owner_;
+  std::shared_ptr<PlannedHostAllocator::Arena> arena_;  // null: record only
+  std::shared_ptr<const std::vector<PlannedHostAllocator::Slot>> plan_;
+  // Guarded by owner_->mu_:
+  std::vector<ArenaBlock> trace_;
+  std::unordered_map<void*, size_t> open_;  // the run's live blocks: data → trace index
+  std::vector<std::pair<size_t, size_t>> live_ranges_;  // [offset, end) of live arena blocks
+  uint64_t clock_ = 0;
+  bool diverged_ = false, finished_ = false;
+};
+
+PlannedHostAllocator::PlannedHostAllocator(std::string name)
+    : name_(std::move(name)), cache_(std::make_shared<CachingHostAllocator>(name_)), disabled_(!planning_enabled()) {}
+
+PlannedHostAllocator::~PlannedHostAllocator() = default;
+
+void PlannedHostAllocator::count_in_locked(size_t bytes) {
+  in_use_ += bytes;
+  peak_ = std::max(peak_, in_use_);
+}
+
+Result<std::shared_ptr<Buffer>> PlannedHostAllocator::allocate(size_t size, size_t alignment) {
+  size_t cls = 0;
+  BH_ASSIGN_OR_RETURN(void* p, cache_->take(size, alignment, &cls));
+  {
+    std::lock_guard lock(mu_);
+    count_in_locked(cls);
+  }
+  return std::make_shared<Buffer>(shared_from_this(), domain_, p, cls);
+}
+
+void PlannedHostAllocator::release(void* data, void*, size_t size) {
+  {
+    std::lock_guard lock(mu_);
+    in_use_ -= size;
+  }
+  cache_->give(data, size);
+}
+
+AllocatorStats PlannedHostAllocator::stats() const {
+  std::lock_guard lock(mu_);
+  AllocatorStats s;
+  s.in_use = in_use_;
+  s.peak = peak_;
+  s.cached = cache_->bytes_cached();
+  if (arena_) {
+    s.cached += arena_->size - arena_->live_bytes;
+    s.arena = arena_->size;
+    for (const auto& slot : *plan_) s.arena_blocks += slot.from_cache ? 0 : 1;
+  }
+  return s;
+}
+
+std::shared_ptr<RunAllocator> PlannedHostAllocator::open_run() {
+  std::lock_guard lock(mu_);
+  if (disabled_ || busy_) return nullptr;
+  busy_ = true;
+  // Blocks of the arena still alive from an earlier run (an output the plan did not
+  // expect): this run gets an arena of its own; the old one goes with its last block.
+  if (arena_ && arena_->live_blocks > 0) arena_ = Arena::make(arena_->size);
+  auto self = std::static_pointer_cast<PlannedHostAllocator>(shared_from_this());
+  return std::make_shared<RunArena>(std::move(self), arena_, arena_ ? plan_ : nullptr);
+}
+
+void PlannedHostAllocator::replan_locked(const std::vector<ArenaBlock>& trace, const std::vector<bool>& open) {
+  if (trace.empty()) return;  // a run that allocated nothing says nothing
+  if (plan_) ++replans_;
+  if (replans_ > kMaxReplans || trace.size() > kMaxBlocks) {
+    disabled_ = true;
+    arena_.reset();
+    plan_.reset();
+    return;
+  }
+  std::vector<ArenaBlock> planned;
+  std::vector<size_t> index;  // planned block → trace index
+  for (size_t i = 0; i < trace.size(); ++i)
+    if (!open[i]) {
+      planned.push_back(trace[i]);
+      index.push_back(i);
+    }
+  ArenaPlan p = plan_arena(planned);
+  if (p.size == 0) {  // nothing a run releases: nothing to plan
+    disabled_ = true;
+    arena_.reset();
+    plan_.reset();
+    return;
+  }
+  auto slots = std::make_shared<std::vector<Slot>>(trace.size());
+  for (size_t i = 0; i < trace.size(); ++i) {
+    (*slots)[i].size = trace[i].size;
+    (*slots)[i].from_cache = open[i];
+  }
+  for (size_t k = 0; k < planned.size(); ++k) (*slots)[index[k]].offset = p.offsets[k];
+  // The recorded run's blocks sit in the cache: the arena takes their place.
+  cache_->trim();
+  if (!arena_ || arena_->live_blocks > 0 || arena_->size < p.size) {
+    arena_.reset();
+    arena_ = Arena::make(p.size);
+    if (!arena_) {  // no memory for it: allocate from the cache as before
+      disabled_ = true;
+      plan_.reset();
+      return;
+    }
+  }
+  plan_ = std::move(slots);
+}
+
+}  // namespace bulkhead

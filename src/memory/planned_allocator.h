@@ -1,0 +1,78 @@
+// PlannedHostAllocator: a session's host memory, with its runs' intermediates placed in
+// one arena by lifetime.
+//
+// The first run of a session allocates from a size-class cache (CachingHostAllocator)
+// and records every allocation of the run: its size, and when it was made and released
+// on a clock of such events. When the run ends, the record is planned (arena_plan.h):
+// each block that was released during the run gets an offset in one arena, blocks alive
+// at the same time never sharing bytes, and the cache's blocks are given back. Later runs
+// replay the plan: their i-th allocation gets the i-th block of the arena. Blocks still
+// alive when the run ended (the run's outputs, which the caller keeps) come from the
+// cache, then and later.
+//
+// A run that does not repeat the record (different input shapes, a Loop that iterates a
+// different number of times) stops using the arena at its first difference and is
+// recorded for a new plan; after a few such runs the session stops planning and keeps
+// the cache alone. Whatever happens, two live buffers never overlap: a planned block is
+// handed out only when no live block of the arena overlaps it.
+//
+// Runs of one session may overlap: one run at a time holds the arena (open_run), the
+// others allocate from the cache. Each session owns its allocator (I3): no block moves
+// between sessions. BULKHEAD_CPU_ARENA=0 turns planning off for the process.
+//
+// Thread-safe: one mutex guards the plan, the arena and the counters.
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "bulkhead/memory.h"
+#include "memory/arena_plan.h"
+#include "memory/caching_allocator.h"
+
+namespace bulkhead {
+
+class PlannedHostAllocator final : public Allocator {
+ public:
+  explicit PlannedHostAllocator(std::string name);
+  ~PlannedHostAllocator() override;
+  const Domain& domain() const override { return domain_; }
+  std::string name() const override { return name_; }
+  // Outside a run (constants made at session creation, overlapping runs): the cache.
+  Result<std::shared_ptr<Buffer>> allocate(size_t size, size_t alignment = 64) override;
+  void release(void* data, void* handle, size_t size) override;
+  AllocatorStats stats() const override;
+  std::shared_ptr<RunAllocator> open_run() override;
+
+  // Runs that differed from the plan before the session gave planning up.
+  static constexpr int kMaxReplans = 3;
+  // A run with more allocations than this is not planned (the greedy is quadratic).
+  static constexpr size_t kMaxBlocks = 8192;
+
+  struct Arena;
+  struct Slot {
+    size_t offset = 0, size = 0;
+    bool from_cache = false;  // alive when the recorded run ended: served by the cache
+  };
+
+ private:
+  friend class RunArena;
+  // Called by a run that recorded `trace` (one block per allocation, in order; `open`
+  // marks those still alive at its end) instead of replaying the plan. Holds mu_.
+  void replan_locked(const std::vector<ArenaBlock>& trace, const std::vector<bool>& open);
+  void count_in_locked(size_t bytes);
+
+  Domain domain_ = Domain::host();
+  std::string name_;
+  std::shared_ptr<CachingHostAllocator> cache_;
+  mutable std::mutex mu_;
+  std::shared_ptr<Arena> arena_;                     // the current arena (null before a plan)
+  std::shared_ptr<const std::vector<Slot>> plan_;    // one slot per allocation of a run
+  bool busy_ = false;      // a run holds the arena
+  bool disabled_ = false;  // planning given up (or turned off)
+  int replans_ = 0;
+  size_t in_use_ = 0, peak_ = 0;
+};
+
+}  // namespace bulkhead
