@@ -61,6 +61,86 @@ class FoldContext final : public KernelContext {
   Allocator& alloc_;
 };
 
+// The element type and static shape of a tensor value, when the graph knows them.
+bool static_tensor(const ir::Graph& g, const std::string& name, DataType* dt, Shape* shape) {
+  const ir::ValueInfo* vi = g.info(name);
+  if (!vi || vi->type != ir::ValueType::kTensor || !vi->shape) return false;
+  if (vi->dtype == DataType::kUndefined || vi->dtype == DataType::kString) return false;
+  shape->clear();
+  for (const auto& d : *vi->shape) {
+    if (!d.fixed()) return false;
+    shape->push_back(d.value);
+  }
+  *dt = vi->dtype;
+  return true;
+}
+
+// Finds the Concats whose inputs can be written in place (ConcatGroup in executor.h) and
+// gives their producers' outputs a view into the Concat's output.
+void plan_concat_views(CompiledGraph& cg, const ir::Graph& graph, const CompileOptions& opts) {
+  const size_t ns = static_cast<size_t>(cg.num_slots);
+  std::vector<int> producer(ns, -1), producer_out(ns, -1), reads(ns, 0);
+  std::vector<bool> graph_output(ns, false);
+  for (int s : cg.output_slots) graph_output[s] = true;
+  for (size_t i = 0; i < cg.steps.size(); ++i) {
+    const Step& st = cg.steps[i];
+    for (int s : st.in)
+      if (s >= 0) reads[s]++;
+    for (const auto& [a, sub] : st.subgraphs)
+      for (const auto& [here, there] : sub->outer) reads[there] += 2;  // never a view
+    for (size_t k = 0; k < st.out.size(); ++k)
+      if (st.out[k] >= 0) {
+        producer[st.out[k]] = static_cast<int>(i);
+        producer_out[st.out[k]] = static_cast<int>(k);
+      }
+  }
+  auto on_host = [&](const Step& st) { return opts.placements[st.placement].device->compute_domain().is_host(); };
+  for (size_t c = 0; c < cg.steps.size(); ++c) {
+    const Step& cs = cg.steps[c];
+    const ir::Node& n = *cs.node;
+    if (n.op_type != "Concat" || !n.domain.empty() || cs.in.size() < 2 || cs.out.size() != 1 || cs.out[0] < 0 ||
+        !on_host(cs))
+      continue;
+    DataType dt;
+    Shape full;
+    if (!static_tensor(graph, n.outputs[0], &dt, &full) || full.empty()) continue;
+    const int r = static_cast<int>(full.size());
+    int64_t axis = n.attr_int("axis", 1);
+    if (axis < 0) axis += r;
+    if (axis < 0 || axis >= r) continue;
+    int64_t outer = 1, inner = 1;
+    for (int d = 0; d < axis; ++d) outer *= full[d];
+    for (int d = static_cast<int>(axis) + 1; d < r; ++d) inner *= full[d];
+    if (outer != 1) continue;
+    const size_t row_bytes = static_cast<size_t>(inner) * dtype_size(dt);
+    std::vector<std::pair<int, OutputView>> views;
+    size_t offset = 0;
+    bool ok = true;
+    for (size_t k = 0; k < cs.in.size() && ok; ++k) {
+      const int s = cs.in[k];
+      // Made by an earlier step here on the host, read by this Concat alone.
+      ok = s >= 0 && producer[s] >= 0 && static_cast<size_t>(producer[s]) < c && reads[s] == 1 && !graph_output[s];
+      if (!ok) break;
+      const Step& ps = cg.steps[producer[s]];
+      DataType idt;
+      Shape is;
+      ok = on_host(ps) && ps.node->op_type != "Concat" && static_tensor(graph, n.inputs[k], &idt, &is) && idt == dt &&
+           static_cast<int>(is.size()) == r;
+      for (int d = 0; ok && d < r; ++d) ok = d == axis || is[d] == full[d];
+      if (!ok) break;
+      views.emplace_back(s, OutputView{static_cast<int>(cg.concat_groups.size()), offset, is});
+      offset += static_cast<size_t>(is[axis]) * row_bytes;
+    }
+    if (!ok || offset != static_cast<size_t>(full[axis]) * row_bytes) continue;
+    cg.concat_groups.push_back({cs.out[0], dt, full});
+    for (auto& [s, v] : views) {
+      Step& ps = cg.steps[producer[s]];
+      if (ps.out_view.empty()) ps.out_view.resize(ps.out.size());
+      ps.out_view[producer_out[s]] = std::move(v);
+    }
+  }
+}
+
 }  // namespace
 
 Result<std::unique_ptr<CompiledGraph>> compile(const ir::Graph& graph, const CompileOptions& opts,
@@ -211,6 +291,8 @@ Result<std::unique_ptr<CompiledGraph>> compile(const ir::Graph& graph, const Com
     cg->output_slots.push_back(it->second);
   }
 
+  plan_concat_views(*cg, graph, opts);
+
   // Release points: the last step that reads a slot, directly or from a subgraph.
   std::vector<int> last_use(cg->num_slots, -1);
   std::vector<bool> keep(cg->num_slots, false);
@@ -239,9 +321,9 @@ namespace {
 
 class StepContext final : public KernelContext {
  public:
-  StepContext(const Step& step, std::vector<Value>& frame, std::vector<Value>& moved_inputs, const RunContext& rc,
-              Allocator& alloc)
-      : step_(step), frame_(frame), inputs_(moved_inputs), rc_(rc), alloc_(alloc) {}
+  StepContext(const CompiledGraph& g, const Step& step, std::vector<Value>& frame, std::vector<Value>& moved_inputs,
+              const RunContext& rc, Allocator& alloc)
+      : g_(g), step_(step), frame_(frame), inputs_(moved_inputs), rc_(rc), alloc_(alloc) {}
 
   int num_inputs() const override { return static_cast<int>(step_.in.size()); }
   const Value* input_value(int i) const override {
@@ -254,7 +336,7 @@ class StepContext final : public KernelContext {
   bool output_wanted(int i) const override { return i >= 0 && i < num_outputs() && step_.out[i] >= 0; }
   Result<Tensor> allocate_output(int i, DataType dtype, const Shape& shape) override {
     if (i < 0 || i >= num_outputs()) return internal_error(where() + "output index " + std::to_string(i) + " out of range");
-    BH_ASSIGN_OR_RETURN(Tensor t, Tensor::allocate(alloc_, dtype, shape));
+    BH_ASSIGN_OR_RETURN(Tensor t, allocate_or_view(i, dtype, shape));
     if (step_.out[i] >= 0) {
       frame_[step_.out[i]] = Value(t);
       set_[i] = true;
@@ -286,6 +368,23 @@ class StepContext final : public KernelContext {
   void reset_flags() { set_.assign(step_.out.size(), false); }
 
  private:
+  // Output i in its part of a Concat's output (ConcatGroup), allocated here by the first
+  // of its producers; a buffer of its own otherwise.
+  Result<Tensor> allocate_or_view(int i, DataType dtype, const Shape& shape) {
+    if (static_cast<size_t>(i) >= step_.out_view.size() || step_.out_view[i].group < 0)
+      return Tensor::allocate(alloc_, dtype, shape);
+    const OutputView& v = step_.out_view[i];
+    const ConcatGroup& grp = g_.concat_groups[v.group];
+    if (dtype != grp.dtype || shape != v.shape) return Tensor::allocate(alloc_, dtype, shape);
+    Value& whole = frame_[grp.slot];
+    if (!whole.is_tensor()) {
+      BH_ASSIGN_OR_RETURN(Tensor t, Tensor::allocate(alloc_, grp.dtype, grp.shape));
+      whole = Value(t);
+    }
+    return Tensor(dtype, shape, whole.tensor.buffer(), whole.tensor.offset() + v.offset);
+  }
+
+  const CompiledGraph& g_;
   const Step& step_;
   std::vector<Value>& frame_;
   std::vector<Value>& inputs_;
@@ -419,7 +518,7 @@ Result<std::vector<Value>> run_steps(const CompiledGraph& g, std::vector<Value> 
         step_inputs[i] = v;
       }
     }
-    StepContext ctx(st, frame, step_inputs, rc, alloc);
+    StepContext ctx(g, st, frame, step_inputs, rc, alloc);
     auto t0 = rc.profile ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
     Status s = st.kernel->compute(ctx);
     if (rc.profile) {

@@ -37,6 +37,24 @@ struct CompileOptions {
 
 struct CompiledGraph;
 
+// A Concat whose inputs are written in place: each input's producer writes straight into
+// its part of the Concat's output (allocated by the first of them), and the Concat then
+// finds its inputs side by side and copies nothing. Only where every dimension before the
+// axis is 1 (each input is then one contiguous run of the output) and the shapes are
+// static; the Concat kernel copies as usual when a producer did not write in place.
+struct ConcatGroup {
+  int slot = -1;  // the Concat's output
+  DataType dtype = DataType::kUndefined;
+  Shape shape;
+};
+
+// Where a step writes one of its outputs: in a ConcatGroup's output, at `offset` bytes.
+struct OutputView {
+  int group = -1;  // index into CompiledGraph::concat_groups; -1: a buffer of its own
+  size_t offset = 0;
+  Shape shape;  // the output's expected shape (any other is allocated on its own)
+};
+
 struct Step {
   const ir::Node* node = nullptr;
   int placement = 0;  // index into CompileOptions::placements
@@ -47,6 +65,7 @@ struct Step {
   // input is not a constant or is already in the step's domain).
   std::vector<Value> resident;
   std::map<std::string, std::unique_ptr<CompiledGraph>> subgraphs;  // by attribute name
+  std::vector<OutputView> out_view;  // per output; empty when no output is a view
 };
 
 struct CompiledGraph {
@@ -59,6 +78,7 @@ struct CompiledGraph {
   std::vector<std::pair<int, Value>> constants;          // initializers
   std::vector<std::pair<int, int>> outer;                // (slot here, slot in enclosing graph)
   std::vector<Step> steps;
+  std::vector<ConcatGroup> concat_groups;
   std::vector<int> node_count_per_placement;
   // The steps of this graph on each placement, in order (Device::begin_run's node list).
   std::vector<std::vector<const ir::Node*>> nodes_per_placement;

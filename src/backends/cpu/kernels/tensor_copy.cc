@@ -247,6 +247,21 @@ Result<std::unique_ptr<Kernel>> make_concat(const KernelInfo& info) {
                                   shape_to_string(t.shape()) + ", incompatible with " + shape_to_string(a.shape()));
       out_shape[axis] += t.shape()[axis];
     }
+    // Inputs that lie side by side in one buffer, in order, where the dimensions before
+    // the axis are all 1 (their producers wrote them in place: exec::ConcatGroup): the
+    // output is that run of the buffer, and nothing is copied.
+    int64_t lead = 1;
+    for (int d = 0; d < axis; ++d) lead *= out_shape[d];
+    if (lead == 1 && a.buffer() && a.dtype() != DataType::kString) {
+      size_t next = a.offset();
+      bool adjacent = true;
+      for (const Tensor* t : ins) {
+        adjacent = adjacent && t->buffer() == a.buffer() && t->offset() == next;
+        next += t->nbytes();
+      }
+      if (adjacent && next <= a.buffer()->size())
+        return ctx.set_output(0, Value(Tensor(a.dtype(), out_shape, a.buffer(), a.offset())));
+    }
     BH_ASSIGN_OR_RETURN(Tensor out, ctx.allocate_output(0, a.dtype(), out_shape));
     if (out.numel() == 0) return Status::ok();
     int64_t outer = 1, inner = 1;
