@@ -58,6 +58,11 @@ class KernelContext {
   virtual Status set_output(int i, Value value) = 0;
   // Temporary memory for this call only, in the kernel's domain.
   virtual Result<Tensor> allocate_scratch(DataType dtype, const Shape& shape) = 0;
+  // Output `o` written in place over input `i`: input i's tensor, now also output o,
+  // when this call is the last reader of input i, nothing else holds its memory and it
+  // has `dtype` and `shape`; an undefined tensor otherwise (then allocate_output). The
+  // kernel must read each element of input i before it writes that element.
+  virtual Result<Tensor> reuse_input_as_output(int i, int o, DataType dtype, const Shape& shape) { return Tensor(); }
 
   // Intra-op threads this call may use.
   virtual int threads() const = 0;

@@ -310,6 +310,22 @@ Result<std::unique_ptr<CompiledGraph>> compile(const ir::Graph& graph, const Com
   }
   for (int s = 0; s < cg->num_slots; ++s)
     if (!keep[s] && last_use[s] >= 0) cg->steps[last_use[s]].release.push_back(s);
+  // Inputs whose memory a step may write its output over.
+  std::vector<bool> made_here(cg->num_slots, false);
+  for (const auto& st : cg->steps)
+    for (int s : st.out)
+      if (s >= 0) made_here[s] = true;
+  for (int s : cg->input_slots) made_here[s] = false;
+  for (size_t i = 0; i < cg->steps.size(); ++i) {
+    auto& st = cg->steps[i];
+    if (!st.subgraphs.empty()) continue;
+    st.donatable.assign(st.in.size(), false);
+    for (size_t k = 0; k < st.in.size(); ++k) {
+      int s = st.in[k];
+      if (s < 0 || keep[s] || !made_here[s] || last_use[s] != static_cast<int>(i)) continue;
+      st.donatable[k] = std::count(st.in.begin(), st.in.end(), s) == 1;
+    }
+  }
   cg->capturable = !parent && graph.all_shapes_static();
   for (const auto& st : cg->steps) cg->capturable = cg->capturable && st.subgraphs.empty();
   cg->nodes_per_placement.assign(opts.placements.size(), {});
@@ -353,6 +369,20 @@ class StepContext final : public KernelContext {
   }
   Result<Tensor> allocate_scratch(DataType dtype, const Shape& shape) override {
     return Tensor::allocate(alloc_, dtype, shape);
+  }
+  Result<Tensor> reuse_input_as_output(int i, int o, DataType dtype, const Shape& shape) override {
+    if (i < 0 || i >= num_inputs() || o < 0 || o >= num_outputs() || step_.out[o] < 0) return Tensor();
+    if (static_cast<size_t>(i) >= step_.donatable.size() || !step_.donatable[i]) return Tensor();
+    if (static_cast<size_t>(o) < step_.out_view.size() && step_.out_view[o].group >= 0) return Tensor();
+    const Value& v = inputs_[i];
+    if (!v.is_tensor() || v.tensor.dtype() != dtype || v.tensor.shape() != shape || v.tensor.offset() != 0 || !v.tensor.raw())
+      return Tensor();
+    // Held here and by the input's frame slot, by nothing else (no view, no alias).
+    if (v.tensor.buffer().use_count() != 2) return Tensor();
+    Tensor t = v.tensor;
+    frame_[step_.out[o]] = Value(t);
+    set_[o] = true;
+    return t;
   }
   int threads() const override { return rc_.threads; }
   Result<std::vector<Value>> run_subgraph(const std::string& attr, std::vector<Value> inputs) override {

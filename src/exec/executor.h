@@ -66,6 +66,10 @@ struct Step {
   std::vector<Value> resident;
   std::map<std::string, std::unique_ptr<CompiledGraph>> subgraphs;  // by attribute name
   std::vector<OutputView> out_view;  // per output; empty when no output is a view
+  // Per input: this step is its last reader and it was made by a step of this graph (not
+  // a graph input, constant, output or outer value), so its memory may become an output
+  // (KernelContext::reuse_input_as_output) when nothing else holds it at run time.
+  std::vector<bool> donatable;
 };
 
 struct CompiledGraph {

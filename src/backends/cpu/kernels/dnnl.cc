@@ -766,7 +766,7 @@ Status ConvKernel::run_dnnl(KernelContext& ctx, const Plan& p, const Tensor& x, 
       if (p.re_dst) {
         memory usr_sum(p.user_dst, eng_, sum->raw());
         BH_RETURN_IF_ERROR(run_reorder(p.dst_in_re, s, eng_, usr_sum, dst, sc));
-      } else {
+      } else if (y.raw() != sum->raw()) {  // else the output was written over the summand
         std::memcpy(y.raw(), sum->raw(), y.nbytes());
       }
     }
@@ -852,7 +852,18 @@ Status ConvKernel::compute(KernelContext& ctx) const {
     if (sum && sum->shape() != ashape)
       return invalid_argument(where + "the fused summand " + sum->describe() + " must have the output's shape " +
                               shape_to_string(ashape));
-    BH_ASSIGN_OR_RETURN(Tensor y, ctx.allocate_output(0, dt, ashape));
+    Tensor y;
+    if (sum) {
+      // oneDNN's sum post-op adds the convolution to what the output holds: the summand's
+      // memory can be the output when nothing reads it after this node.
+      auto plan = plan_for(xs, w->shape(), b != nullptr, g, a_.group, x_blocked_, y_blocked_);
+      if (!plan->use_ref && plan->fused && !plan->re_dst) {
+        BH_ASSIGN_OR_RETURN(y, ctx.reuse_input_as_output(3, 0, dt, ashape));
+      }
+    }
+    if (!y.defined()) {
+      BH_ASSIGN_OR_RETURN(y, ctx.allocate_output(0, dt, ashape));
+    }
     return conv_blocked(ctx, *x, xs, *w, b, y, g, sum);
   }
   if (!sum || sum->shape() == yshape) {
