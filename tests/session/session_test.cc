@@ -1,3 +1,5 @@
+#include <cmath>
+
 #include "support/test_util.h"
 
 namespace bulkhead::test {
@@ -54,6 +56,43 @@ g (float[64,1024] x) => (float[64,1024] y) { a = Relu(x)
   EXPECT_EQ(later.cached, first.cached);
   EXPECT_EQ(later.in_use, 0u);
   EXPECT_EQ(later.arena, first.arena);
+}
+
+TEST(Session, ShapesThatChangeBetweenRunsAreRePlannedThenLeftToTheCache) {
+  // Each run of another batch size differs from the arena's plan: the session plans
+  // again a few times, then gives planning up; every result stays right throughout.
+  Env env;
+  Session s = load_text(env, R"(<ir_version: 8, opset_import: ["" : 17]>
+g (float[N,256] x) => (float[N,256] y) { a = Relu(x)
+ b = Sigmoid(a)
+ c = Add(a, b)
+ y = Mul(c, b) })");
+  std::vector<NamedTensors> held;  // earlier outputs stay alive across later runs
+  const int64_t sizes[] = {8, 8, 16, 16, 8, 16, 8, 16};  // replayed, re-planned, replayed, ...
+  for (int run = 0; run < 8; ++run) {
+    int64_t n = sizes[run];
+    Tensor x = Tensor::host(DataType::kFloat32, {n, 256});
+    for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = static_cast<float>((i + run) % 13) * 0.25f - 1.5f;
+    auto r = s.run({{"x", x}});
+    ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+    const Tensor& y = (*r)[0].second;
+    ASSERT_EQ(y.shape(), (Shape{n, 256}));
+    for (int64_t i = 0; i < x.numel(); ++i) {
+      float a = std::max(x.data<float>()[i], 0.f), b = 1.f / (1.f + std::exp(-a));
+      ASSERT_NEAR(y.data<float>()[i], (a + b) * b, 1e-6f) << "run " << run << " element " << i;
+    }
+    held.push_back(*r);
+    if (run == 1 || run == 3) {
+      EXPECT_GT(s.memory()[0].stats.arena, 0u) << "run " << run << " replayed a plan";
+    }
+  }
+  EXPECT_EQ(s.memory()[0].stats.arena, 0u);
+  // The first outputs are untouched by everything since.
+  for (int64_t i = 0; i < 8 * 256; ++i) {
+    float xv = static_cast<float>(i % 13) * 0.25f - 1.5f;
+    float a = std::max(xv, 0.f), b = 1.f / (1.f + std::exp(-a));
+    ASSERT_NEAR(held[0][0].second.data<float>()[i], (a + b) * b, 1e-6f);
+  }
 }
 
 TEST(Session, DescribesInputsAndOutputs) {
