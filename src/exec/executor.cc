@@ -500,8 +500,7 @@ Result<std::vector<Value>> run(const CompiledGraph& g, std::vector<Value> inputs
       if (!s.is_ok()) return s.with_context("graph output " + std::to_string(i) + ": ");
     }
   }
-  finish.ok = outs.is_ok();
-  if (!device_states.empty()) device_states.clear();
+  finish.ok = outs.is_ok();  // finished after device_states go (declared before them)
   return outs;
 }
 
