@@ -29,6 +29,15 @@ struct RunArgs {
   bool profile = false;
 };
 
+// "3.7 MiB", "12.0 KiB", "512 B".
+std::string bytes_text(size_t n) {
+  char buf[32];
+  if (n >= (size_t{1} << 20)) std::snprintf(buf, sizeof buf, "%.1f MiB", n / 1048576.0);
+  else if (n >= 1024) std::snprintf(buf, sizeof buf, "%.1f KiB", n / 1024.0);
+  else std::snprintf(buf, sizeof buf, "%zu B", n);
+  return buf;
+}
+
 std::string stats(const Tensor& t) {
   if (t.dtype() == DataType::kString) return "";
   int64_t n = t.numel();
@@ -153,10 +162,10 @@ int run_cmd(const RunArgs& a) {
     std::printf("model %s\n", a.model.c_str());
     for (auto& [dev, n] : session->placement()) std::printf("  %s: %d nodes\n", dev.c_str(), n);
     for (auto& m : session->memory()) {
-      std::printf("  %s memory: peak %.1f MiB in use, %.1f MiB kept for reuse", m.device.c_str(),
-                  m.stats.peak / 1048576.0, m.stats.cached / 1048576.0);
+      std::printf("  %s memory: peak %s in use, %s kept for reuse", m.device.c_str(), bytes_text(m.stats.peak).c_str(),
+                  bytes_text(m.stats.cached).c_str());
       if (m.stats.arena)
-        std::printf(" (a %.1f MiB arena holds %zu tensors of each run, placed by lifetime)", m.stats.arena / 1048576.0,
+        std::printf(" (a %s arena holds %zu tensors of each run, placed by lifetime)", bytes_text(m.stats.arena).c_str(),
                     m.stats.arena_blocks);
       std::printf("\n");
     }
