@@ -1,24 +1,14 @@
 #include "memory/caching_allocator.h"
 
+#include <algorithm>
 #include <bit>
-#include <cstdlib>
 
 #include "memory/host_pages.h"
 
 namespace bulkhead {
 
 namespace {
-constexpr size_t kAlign = 64;
-
-// Blocks of a size class of 2 MiB and more come from host_pages_alloc (a function of the
-// class alone, so frees need no record).
-void* block_alloc(size_t cls) {
-  return host_pages_serve(cls, kAlign) ? host_pages_alloc(cls) : std::aligned_alloc(kAlign, cls);
-}
-void block_free(void* p, size_t cls) {
-  if (host_pages_serve(cls, kAlign)) host_pages_free(p, cls);
-  else std::free(p);
-}
+constexpr size_t kAlign = kBlockAlign;
 }  // namespace
 
 size_t CachingHostAllocator::size_class(size_t size) {
@@ -31,7 +21,7 @@ size_t CachingHostAllocator::size_class(size_t size) {
 
 CachingHostAllocator::~CachingHostAllocator() {
   for (auto& [sz, blocks] : free_)
-    for (void* p : blocks) block_free(p, sz);
+    for (void* p : blocks) host_block_free(p, sz);
 }
 
 Result<void*> CachingHostAllocator::take(size_t size, size_t alignment, size_t* cls_out) {
@@ -50,7 +40,7 @@ Result<void*> CachingHostAllocator::take(size_t size, size_t alignment, size_t* 
     peak_ = std::max(peak_, in_use_);
   }
   if (!p) {
-    p = block_alloc(cls);
+    p = host_block_alloc(cls);
     if (!p) {
       std::lock_guard lock(mu_);
       in_use_ -= cls;
@@ -73,7 +63,7 @@ void CachingHostAllocator::give(void* data, size_t size) {
   std::lock_guard lock(mu_);
   in_use_ -= size;
   if (cached_ + size > max_cached_) {
-    block_free(data, size);
+    host_block_free(data, size);
     return;
   }
   free_[size].push_back(data);
@@ -83,7 +73,7 @@ void CachingHostAllocator::give(void* data, size_t size) {
 void CachingHostAllocator::trim() {
   std::lock_guard lock(mu_);
   for (auto& [sz, blocks] : free_)
-    for (void* p : blocks) block_free(p, sz);
+    for (void* p : blocks) host_block_free(p, sz);
   free_.clear();
   cached_ = 0;
 }

@@ -2,7 +2,9 @@
 
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 
 namespace bulkhead {
 namespace {
@@ -41,6 +43,16 @@ void* host_pages_alloc(size_t size) {
 
 void host_pages_free(void* p, size_t size) {
   if (p) ::munmap(p, map_length(size));
+}
+
+void* host_block_alloc(size_t size) {
+  if (host_pages_serve(size, kBlockAlign)) return host_pages_alloc(size);
+  return std::aligned_alloc(kBlockAlign, (std::max<size_t>(size, 1) + kBlockAlign - 1) / kBlockAlign * kBlockAlign);
+}
+
+void host_block_free(void* p, size_t size) {
+  if (host_pages_serve(size, kBlockAlign)) host_pages_free(p, size);
+  else std::free(p);
 }
 
 }  // namespace bulkhead

@@ -9,7 +9,7 @@
 // memory is what the block's user touches, as before.
 //
 // Sanitizer builds keep malloc for every block, so ASan and TSan still see them.
-// Used by HostAllocator and CachingHostAllocator; the functions are thread-safe and the
+// Used by HostAllocator, CachingHostAllocator and PlannedHostAllocator; the functions are thread-safe and the
 // caller owns what host_pages_alloc returns until it hands it to host_pages_free.
 #pragma once
 
@@ -27,5 +27,12 @@ inline void* host_pages_tag() {
 // nullptr when the system refuses the mapping.
 void* host_pages_alloc(size_t size);
 void host_pages_free(void* p, size_t size);
+
+// A host block of `size` bytes aligned to kBlockAlign: from host_pages_alloc when it
+// serves that size, else from aligned_alloc. The choice follows from the size alone, so
+// host_block_free needs nothing else. nullptr on failure.
+constexpr size_t kBlockAlign = 64;
+void* host_block_alloc(size_t size);
+void host_block_free(void* p, size_t size);
 
 }  // namespace bulkhead

@@ -1,6 +1,6 @@
 #include "memory/planned_allocator.h"
 
-#include <cstdlib>
+#include <cstdlib>  // getenv
 #include <cstring>
 #include <limits>
 #include <unordered_map>
@@ -10,7 +10,7 @@
 namespace bulkhead {
 
 namespace {
-constexpr size_t kAlign = 64;
+constexpr size_t kAlign = kBlockAlign;
 constexpr uint64_t kOpen = std::numeric_limits<uint64_t>::max();
 
 size_t round_up(size_t n) { return (std::max<size_t>(n, 1) + kAlign - 1) / kAlign * kAlign; }
@@ -31,15 +31,13 @@ struct PlannedHostAllocator::Arena {
   static std::shared_ptr<Arena> make(size_t size) {
     auto a = std::make_shared<Arena>();
     a->size = size;
-    void* p = host_pages_serve(size, kAlign) ? host_pages_alloc(size) : std::aligned_alloc(kAlign, round_up(size));
+    void* p = host_block_alloc(size);
     if (!p) return nullptr;
     a->base = static_cast<char*>(p);
     return a;
   }
   ~Arena() {
-    if (!base) return;
-    if (host_pages_serve(size, kAlign)) host_pages_free(base, size);
-    else std::free(base);
+    if (base) host_block_free(base, size);
   }
 };
 
