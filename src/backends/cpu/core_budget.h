@@ -38,4 +38,7 @@ class CoreBudget {
   int used_ = 0;
 };
 
+// The budget every CPU run of this process draws from (cpu_backend.cc).
+CoreBudget& process_core_budget();
+
 }  // namespace bulkhead::cpu

@@ -12,6 +12,14 @@
 #include "oneapi/dnnl/dnnl.hpp"
 
 namespace bulkhead {
+
+namespace cpu {
+CoreBudget& process_core_budget() {
+  static CoreBudget budget(static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
+  return budget;
+}
+}  // namespace cpu
+
 namespace {
 
 std::string cpu_model_name() {
@@ -39,11 +47,11 @@ class CpuDevice final : public Device {
     // oneDNN and the element-wise loops use OpenMP, whose thread count is a per-thread
     // setting of the calling thread: set it for this run and put it back afterwards. The
     // count is what the process-wide core budget grants (core_budget.h).
-    static cpu::CoreBudget budget(static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
+    cpu::CoreBudget& budget = cpu::process_core_budget();
     int granted = budget.acquire(std::max(1, threads));
     int previous = omp_get_max_threads();
     omp_set_num_threads(granted);
-    return std::shared_ptr<void>(nullptr, [previous, granted](void*) {
+    return std::shared_ptr<void>(nullptr, [previous, granted, &budget](void*) {
       omp_set_num_threads(previous);
       budget.release(granted);
     });

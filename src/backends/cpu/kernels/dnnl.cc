@@ -2,16 +2,19 @@
 //
 // float32 runs on oneDNN primitives: the primitive picks its own (blocked) layouts
 // (format_tag::any) and we reorder plain NCHW <-> blocked at the node's boundaries.
-// Primitives are cached per (input shape, weight shape) in a mutex-guarded map; constant
-// weights are reordered into the primitive's layout once per cached primitive and kept.
+// Primitives are cached per (input shape, weight shape, thread count) in a mutex-guarded
+// map; constant weights are reordered into the primitive's layout once and kept, shared by
+// the primitives of one problem made for different thread counts.
 // Scratchpads are user-managed (allocated per call from the KernelContext), so one
 // primitive can run concurrently on several threads. float64, and any problem oneDNN
 // rejects, run on plain loops.
 //
 // Pooling and BatchNormalization live in dnnl_pool.cc, MatMul and Gemm in dnnl_gemm.cc.
 
+#include <omp.h>
 #include <oneapi/dnnl/dnnl.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -569,6 +572,11 @@ std::shared_ptr<const ConvKernel::Plan> ConvKernel::plan_for(const Shape& x, con
   key.push_back(has_bias ? 1 : 0);
   key.push_back(xb ? 1 : 0);
   key.push_back(yb ? 1 : 0);
+  // oneDNN fixes a primitive's thread count when it is made (the calling thread's OpenMP
+  // count, which is what the core budget granted this run), so a session keeps one plan
+  // per count it has been granted; the plans of one problem share their packed weights.
+  const std::vector<int64_t> problem = key;
+  key.push_back(omp_get_max_threads());
   std::lock_guard<std::mutex> lock(mu_);
   auto it = plans_.find(key);
   if (it != plans_.end()) return it->second;
@@ -708,6 +716,17 @@ std::shared_ptr<const ConvKernel::Plan> ConvKernel::plan_for(const Shape& x, con
       if (p->re_w) p->w_re = Reorder::make(eng_, p->user_w, p->w_md);
       if (p->re_dst && has_sum_ && with_post) p->dst_in_re = Reorder::make(eng_, p->user_dst, p->dst_md);
       if (const_w_.defined() && p->re_w) {
+        auto same_problem = [&](const std::vector<int64_t>& k) {
+          return k.size() == key.size() && std::equal(problem.begin(), problem.end(), k.begin());
+        };
+        for (auto o = plans_.lower_bound(problem); o != plans_.end() && same_problem(o->first); ++o)
+          if (o->second->has_packed && o->second->w_md == p->w_md) {
+            p->packed_w = o->second->packed_w;
+            p->has_packed = true;
+            break;
+          }
+      }
+      if (const_w_.defined() && p->re_w && !p->has_packed) {
         // Pack the constant weights once for this primitive.
         dnnl::stream s(eng_);
         memory from(p->user_w, eng_, const_w_.raw());

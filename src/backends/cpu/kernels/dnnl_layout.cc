@@ -8,6 +8,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <utility>
 
 #include "backends/cpu/cpu_kernels.h"
 #include "backends/cpu/cpu_util.h"
@@ -60,13 +61,15 @@ class BlockedReorderKernel final : public Kernel {
 
  private:
   std::shared_ptr<const Reorder> reorder_for(const Dims& logical) const {
+    // One reorder per thread count granted, as for every oneDNN primitive.
+    std::pair<Dims, int> key{logical, omp_get_max_threads()};
     std::lock_guard<std::mutex> lock(mu_);
-    auto it = cache_.find(logical);
+    auto it = cache_.find(key);
     if (it != cache_.end()) return it->second;
     memory::desc from = to_blocked_ ? plain_md(logical) : blocked_md(logical);
     memory::desc to = to_blocked_ ? blocked_md(logical) : plain_md(logical);
     auto r = std::make_shared<const Reorder>(Reorder::make(eng_, from, to));
-    cache_.emplace(logical, r);
+    cache_.emplace(key, r);
     return r;
   }
 
@@ -74,7 +77,7 @@ class BlockedReorderKernel final : public Kernel {
   int64_t channels_;
   dnnl::engine eng_;
   mutable std::mutex mu_;
-  mutable std::map<Dims, std::shared_ptr<const Reorder>> cache_;
+  mutable std::map<std::pair<Dims, int>, std::shared_ptr<const Reorder>> cache_;
 };
 
 Result<std::unique_ptr<Kernel>> make_blocked_reorder(const KernelInfo& info, bool to_blocked) {

@@ -13,6 +13,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -207,7 +208,7 @@ class PoolKernel final : public Kernel {
   dnnl::engine eng_;
   bool blocked_ = false;
   mutable std::mutex mu_;
-  mutable std::map<Shape, std::shared_ptr<const Plan>> plans_;
+  mutable std::map<std::pair<Shape, int>, std::shared_ptr<const Plan>> plans_;
 };
 
 Dims row_major(const Dims& d) {
@@ -217,8 +218,10 @@ Dims row_major(const Dims& d) {
 }
 
 std::shared_ptr<const PoolKernel::Plan> PoolKernel::plan_for(const Shape& x, const PoolGeo& g) const {
+  // One plan per thread count granted (oneDNN fixes a primitive's count when it is made).
+  std::pair<Shape, int> key{x, omp_get_max_threads()};
   std::lock_guard<std::mutex> lock(mu_);
-  auto it = plans_.find(x);
+  auto it = plans_.find(key);
   if (it != plans_.end()) return it->second;
   auto p = std::make_shared<Plan>();
   try {
@@ -253,7 +256,7 @@ std::shared_ptr<const PoolKernel::Plan> PoolKernel::plan_for(const Shape& x, con
   } catch (const dnnl::error&) {
     p->use_ref = true;
   }
-  plans_.emplace(x, p);
+  plans_.emplace(key, p);
   return p;
 }
 
