@@ -17,6 +17,9 @@ using ir::AttrType;
 using ir::Graph;
 using ir::Node;
 
+// Elements up to which a constant computed by ConstantOfShape or Unsqueeze is built when
+// the session is created rather than by every run (16 KiB of float32).
+constexpr int64_t kSmallConstant = 4096;
 
 bool near(float a, float b) { return std::fabs(a - b) <= 1e-6f * std::max(1.f, std::fabs(b)); }
 
@@ -32,6 +35,7 @@ class Optimizer {
     done_.assign(g_.nodes.size(), false);
 
     fold_constant_of_shape();
+    fold_small_unsqueezes();
     remove_identities();
     index();
     for (size_t i = 0; i < g_.nodes.size(); ++i) {
@@ -136,7 +140,9 @@ class Optimizer {
       if (n.op_type != "ConstantOfShape" || !n.domain.empty() || n.outputs.size() != 1 || n.inputs.size() != 1) continue;
       const std::string& out = n.outputs[0];
       if (out.empty() || pinned_.count(out) || graph_inputs_.count(out) || g_.initializers.count(out)) continue;
-      // Only for weights: every use is a Conv weight/bias or a BatchNormalization parameter.
+      // Only for weights (every use is a Conv weight/bias or a BatchNormalization
+      // parameter), or for small tensors such as per-channel scales: a large one read by
+      // other operators is left to be built by the run.
       auto it = uses.find(out);
       if (it == uses.end()) continue;
       bool weights = true;
@@ -145,7 +151,6 @@ class Optimizer {
         weights = weights && u.domain.empty() &&
                   ((u.op_type == "Conv" && (k == 1 || k == 2)) || (u.op_type == "BatchNormalization" && k >= 1));
       }
-      if (!weights) continue;
       const Tensor* shape = constant(n.inputs[0]);
       if (!shape || shape->dtype() != DataType::kInt64 || shape->rank() != 1 || !shape->on_host()) continue;
       Shape s(shape->data<int64_t>(), shape->data<int64_t>() + shape->numel());
@@ -156,7 +161,7 @@ class Optimizer {
         numel *= ok ? d : 1;
         ok = ok && numel <= (int64_t{1} << 28);
       }
-      if (!ok) continue;
+      if (!ok || (!weights && numel > kSmallConstant)) continue;
       DataType dt = DataType::kFloat32;
       const ir::Attribute* va = n.attr("value");
       if (va) {
@@ -168,6 +173,47 @@ class Optimizer {
       if (dt == DataType::kFloat32) std::fill(t.data<float>(), t.data<float>() + numel, va ? va->t.data<float>()[0] : 0.f);
       else std::fill(t.data<double>(), t.data<double>() + numel, va->t.data<double>()[0]);
       g_.initializers[out] = t;
+      dead_[i] = true;
+    }
+  }
+
+  // ----- Unsqueeze of a small constant -> initializer, so that a per-channel scale or
+  // shift written as Mul(x, Unsqueeze(s)) folds into the Conv before it (Inception v2's
+  // BatchNormalization is followed by such a Mul and Add).
+
+  void fold_small_unsqueezes() {
+    for (size_t i = 0; i < g_.nodes.size(); ++i) {
+      Node& n = g_.nodes[i];
+      if (dead_[i] || n.op_type != "Unsqueeze" || !n.domain.empty() || n.outputs.size() != 1 || n.inputs.empty())
+        continue;
+      const std::string& out = n.outputs[0];
+      if (out.empty() || pinned_.count(out) || graph_inputs_.count(out) || g_.initializers.count(out)) continue;
+      const Tensor* x = constant(n.inputs[0]);
+      if (!x || !x->on_host() || x->numel() > kSmallConstant || x->dtype() == DataType::kString) continue;
+      std::vector<int64_t> axes;
+      if (n.opset < 13) {
+        axes = n.attr_ints("axes");
+      } else {
+        const Tensor* a = n.inputs.size() > 1 ? constant(n.inputs[1]) : nullptr;
+        if (!a || !a->on_host() || a->dtype() != DataType::kInt64 || a->rank() != 1) continue;
+        axes.assign(a->data<int64_t>(), a->data<int64_t>() + a->numel());
+      }
+      const int64_t r = x->rank() + static_cast<int64_t>(axes.size());
+      std::vector<bool> inserted(static_cast<size_t>(r), false);
+      bool ok = !axes.empty();
+      for (int64_t a : axes) {
+        if (a < -r || a >= r) { ok = false; break; }
+        int64_t k = a < 0 ? a + r : a;
+        if (inserted[k]) { ok = false; break; }
+        inserted[k] = true;
+      }
+      if (!ok) continue;  // the kernel reports the error at run time
+      Shape shape;
+      int64_t from = 0;
+      for (int64_t d = 0; d < r; ++d) shape.push_back(inserted[d] ? 1 : x->dim(static_cast<int>(from++)));
+      Tensor t = Tensor::host(x->dtype(), shape);
+      if (x->nbytes()) std::memcpy(t.raw(), x->raw(), x->nbytes());
+      g_.initializers[out] = std::move(t);
       dead_[i] = true;
     }
   }

@@ -131,6 +131,29 @@ TEST_P(Optimize, FoldingLeavesSharedWeightsAlone) {
             1);
 }
 
+// Inception v2's pattern: BatchNormalization, then a per-channel Mul and Add whose
+// operands are Unsqueezes of constants (one built by ConstantOfShape): all of it folds
+// into the Conv's weights and bias, and the Relu into its epilogue.
+TEST_P(Optimize, ConvBatchNormThenScaleAndShiftFromUnsqueezes) {
+  const ConvShape& s = GetParam();
+  const std::string M = std::to_string(s.M);
+  std::string inits = "float[M] g1 = {" + values(s.M, 3, 0.5f, 2.f) + "}, float[M] b1 = {" + values(s.M, 4) +
+                      "}, float[M] m1 = {" + values(s.M, 5) + "}, float[M] v1 = {" + values(s.M, 6, 0.1f, 3.f) +
+                      "}, float[M] sc = {" + values(s.M, 9, 0.5f, 1.5f) + "}, int64[1] mshape = {" + M +
+                      "}, int64[2] axes = {1, 2}";
+  for (size_t p; (p = inits.find("[M]")) != std::string::npos;) inits.replace(p, 3, "[" + M + "]");
+  EXPECT_EQ(check_same(model(s, inits,
+                             "  n = BatchNormalization <epsilon = 0.001> (c, g1, b1, m1, v1)\n"
+                             "  sw = Unsqueeze(sc, axes)\n"
+                             "  m = Mul(n, sw)\n"
+                             "  sh = ConstantOfShape <value = float[1] {0.25}> (mshape)\n"
+                             "  shu = Unsqueeze(sh, axes)\n"
+                             "  a = Add(m, shu)\n"
+                             "  y = Relu(a)"),
+                       s),
+            1);
+}
+
 TEST_P(Optimize, ConvRelu) { EXPECT_EQ(check_same(model(GetParam(), "", "  y = Relu(c)"), GetParam()), 1); }
 
 TEST_P(Optimize, ConvClip) {
