@@ -42,6 +42,10 @@ class Optimizer {
       if (dead_[i] || done_[i]) continue;
       if (fuse_conv(i)) index();
     }
+    for (size_t i = 0; i < g_.nodes.size(); ++i) {
+      if (dead_[i] || done_[i]) continue;
+      if (fuse_batchnorm(i)) index();
+    }
     compact();
     return Status::ok();
   }
@@ -571,6 +575,88 @@ class Optimizer {
     fused.outputs[0] = cur;
     for (size_t k : eaten) dead_[k] = true;
     dead_[ci] = true;
+    dead_[last] = false;
+    g_.nodes[last] = std::move(fused);
+    done_[last] = true;
+    return true;
+  }
+
+  // A BatchNormalization that no Conv absorbed (DenseNet's, on concatenated features):
+  // per-channel Mul/Add constants after it fold into its scale and bias, and a Relu after
+  // that becomes its `_relu` flag, so the four passes over the tensor become one.
+  bool fuse_batchnorm(size_t bi) {
+    const Node& bn = g_.nodes[bi];
+    if (bn.op_type != "BatchNormalization" || !bn.domain.empty() || bn.inputs.size() != 5 || !only_first_output(bn) ||
+        bn.attr_int("training_mode", 0) != 0 || bn.attr_int("spatial", 1) != 1 || bn.has_attr("_relu") ||
+        !(bn.opset >= 7 || bn.attr_int("is_test", 1) == 1))
+      return false;
+    const ir::ValueInfo* xi = g_.info(bn.inputs[0]);
+    if (!xi || !xi->shape || xi->shape->size() < 2 || type_of(bn.inputs[0]) != DataType::kFloat32) return false;
+    const int rank = static_cast<int>(xi->shape->size());
+    const Tensor* S = constant(bn.inputs[1]);
+    if (!S || S->rank() != 1) return false;
+    const int64_t C = S->dim(0);
+    std::vector<double> gamma, beta, mean, var;
+    if (!vector_f32(bn.inputs[1], C, &gamma) || !vector_f32(bn.inputs[2], C, &beta) ||
+        !vector_f32(bn.inputs[3], C, &mean) || !vector_f32(bn.inputs[4], C, &var))
+      return false;
+    std::vector<double> scale(C, 1.0), shift(C, 0.0);
+    bool folded = false, relu = false;
+    std::vector<size_t> eaten;
+    std::string cur = bn.outputs[0];
+    size_t last = bi;
+    for (;;) {
+      auto nx = sole_consumer(cur);
+      if (!nx) break;
+      const Node& n = g_.nodes[*nx];
+      if (!n.domain.empty() || n.inputs.empty() || !only_first_output(n)) break;
+      const std::string other = other_input(n, cur);
+      std::vector<double> c;
+      if (!relu && (n.op_type == "Mul" || n.op_type == "Add" || (n.op_type == "Sub" && n.inputs[0] == cur)) &&
+          !other.empty() && per_channel_f32(other, C, rank, &c)) {
+        for (int64_t m = 0; m < C; ++m) {
+          if (n.op_type == "Mul") {
+            scale[m] *= c[m];
+            shift[m] *= c[m];
+          } else {
+            shift[m] += n.op_type == "Add" ? c[m] : -c[m];
+          }
+        }
+        folded = true;
+      } else if (!relu && n.op_type == "Relu" && n.inputs.size() == 1) {
+        relu = true;
+      } else {
+        break;
+      }
+      eaten.push_back(*nx);
+      last = std::max(last, *nx);
+      cur = n.outputs[0];
+      if (relu) break;
+    }
+    if (eaten.empty()) return false;
+    Node fused = bn;
+    if (folded) {
+      // y = gamma' (x - mean) / sqrt(var + eps) + beta', with gamma' = gamma s, beta' = beta s + t.
+      Tensor g2 = Tensor::host(DataType::kFloat32, Shape{C}), b2 = Tensor::host(DataType::kFloat32, Shape{C});
+      for (int64_t m = 0; m < C; ++m) {
+        g2.data<float>()[m] = static_cast<float>(gamma[m] * scale[m]);
+        b2.data<float>()[m] = static_cast<float>(beta[m] * scale[m] + shift[m]);
+      }
+      std::string gn = fresh(bn.inputs[1]), bname = fresh(bn.inputs[2]);
+      g_.initializers[gn] = std::move(g2);
+      g_.initializers[bname] = std::move(b2);
+      fused.inputs[1] = gn;
+      fused.inputs[2] = bname;
+    }
+    if (relu) {
+      ir::Attribute a;
+      a.type = AttrType::kInt;
+      a.i = 1;
+      fused.attrs["_relu"] = a;
+    }
+    fused.outputs[0] = cur;
+    for (size_t k : eaten) dead_[k] = true;
+    dead_[bi] = true;
     dead_[last] = false;
     g_.nodes[last] = std::move(fused);
     done_[last] = true;

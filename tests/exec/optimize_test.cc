@@ -154,6 +154,35 @@ TEST_P(Optimize, ConvBatchNormThenScaleAndShiftFromUnsqueezes) {
             1);
 }
 
+// A BatchNormalization no Conv absorbs (DenseNet's, on concatenated features): the Mul,
+// Add and Relu after it fold into it.
+TEST_P(Optimize, BatchNormScaleShiftReluFoldIntoTheBatchNorm) {
+  const ConvShape& s = GetParam();
+  const std::string M = std::to_string(s.M);
+  std::string inits = "float[M] g1 = {" + values(s.M, 3, 0.5f, 2.f) + "}, float[M] b1 = {" + values(s.M, 4) +
+                      "}, float[M] m1 = {" + values(s.M, 5) + "}, float[M] v1 = {" + values(s.M, 6, 0.1f, 3.f) +
+                      "}, float[M,1,1] sc = {" + values(s.M, 9, -1.5f, 1.5f) + "}, float[M,1,1] sh = {" +
+                      values(s.M, 10) + "}";
+  for (size_t p; (p = inits.find("[M")) != std::string::npos;) inits.replace(p, 2, "[" + M);
+  // z -> BatchNormalization -> Mul -> Add -> Relu, added to the Conv's output: the Conv
+  // (with the sum fused) and one BatchNormalization are left.
+  EXPECT_EQ(check_same(model(s, inits,
+                             "  n = BatchNormalization <epsilon = 0.001> (z, g1, b1, m1, v1)\n"
+                             "  m = Mul(sc, n)\n"
+                             "  a = Add(m, sh)\n"
+                             "  r = Relu(a)\n"
+                             "  y = Add(c, r)"),
+                       s),
+            2);
+  // Read twice, the BatchNormalization's output keeps its own node; the Mul is not folded.
+  EXPECT_EQ(check_same(model(s, inits,
+                             "  n = BatchNormalization <epsilon = 0.001> (z, g1, b1, m1, v1)\n"
+                             "  m = Mul(n, sc)\n"
+                             "  y = Add(m, n)"),
+                       s),
+            4);
+}
+
 TEST_P(Optimize, ConvRelu) { EXPECT_EQ(check_same(model(GetParam(), "", "  y = Relu(c)"), GetParam()), 1); }
 
 TEST_P(Optimize, ConvClip) {

@@ -448,7 +448,8 @@ Status global_pool_compute(PoolKind kind, double p, KernelContext& ctx, bool blo
 
 template <typename T>
 Status batchnorm_typed(KernelContext& ctx, const Tensor& X, const Tensor& S, const Tensor& B, const Tensor& mean,
-                       const Tensor& var, double eps, double momentum, bool training, int64_t C, int64_t inner) {
+                       const Tensor& var, double eps, double momentum, bool training, bool relu, int64_t C,
+                       int64_t inner) {
   int64_t N = X.dim(0);
   BH_ASSIGN_OR_RETURN(Tensor Y, ctx.allocate_output(0, X.dtype(), X.shape()));
   const T* x = X.data<T>();
@@ -485,14 +486,24 @@ Status batchnorm_typed(KernelContext& ctx, const Tensor& X, const Tensor& S, con
       const T* xp = x + nc * inner;
       T* yp = y + nc * inner;
       if (!per_elem) {
+        // The affine map in the element type (vectorised), its coefficients in double.
         double m = training ? bm[c] : mp[c], v = training ? bv[c] : vp[c];
-        double a = sp[c] / std::sqrt(v + eps), sh = bp[c] - m * a;
-        for (int64_t i = 0; i < inner; ++i) yp[i] = static_cast<T>(xp[i] * a + sh);
+        double ad = sp[c] / std::sqrt(v + eps);
+        const T a = static_cast<T>(ad), sh = static_cast<T>(bp[c] - m * ad);
+        if (relu) {
+          for (int64_t i = 0; i < inner; ++i) {
+            T t = xp[i] * a + sh;
+            yp[i] = t > T(0) ? t : T(0);
+          }
+        } else {
+          for (int64_t i = 0; i < inner; ++i) yp[i] = xp[i] * a + sh;
+        }
       } else {
         for (int64_t i = 0; i < inner; ++i) {
           int64_t k = c * pstride + i;
           double a = sp[k] / std::sqrt(static_cast<double>(vp[k]) + eps);
-          yp[i] = static_cast<T>((xp[i] - mp[k]) * a + bp[k]);
+          T t = static_cast<T>((xp[i] - mp[k]) * a + bp[k]);
+          yp[i] = relu && !(t > T(0)) ? T(0) : t;
         }
       }
     }
@@ -518,7 +529,8 @@ Status batchnorm_typed(KernelContext& ctx, const Tensor& X, const Tensor& S, con
   return Status::ok();
 }
 
-Status batchnorm_compute(KernelContext& ctx, double eps, double momentum, bool training_attr, int opset) {
+// relu: the optimiser fused a Relu after this node (`_relu`, exec/optimize.cc).
+Status batchnorm_compute(KernelContext& ctx, double eps, double momentum, bool training_attr, int opset, bool relu) {
   const std::string where = ctx.where();
   const Tensor* X = ctx.input(0);
   const Tensor* S = ctx.input(1);
@@ -548,8 +560,8 @@ Status batchnorm_compute(KernelContext& ctx, double eps, double momentum, bool t
   if (training && S->numel() != C)
     return unsupported(where + "training mode with per-element (spatial=0) parameters is not supported");
   if (dt == DataType::kFloat32)
-    return batchnorm_typed<float>(ctx, *X, *S, *B, *mean, *var, eps, momentum, training, C, inner);
-  return batchnorm_typed<double>(ctx, *X, *S, *B, *mean, *var, eps, momentum, training, C, inner);
+    return batchnorm_typed<float>(ctx, *X, *S, *B, *mean, *var, eps, momentum, training, relu, C, inner);
+  return batchnorm_typed<double>(ctx, *X, *S, *B, *mean, *var, eps, momentum, training, relu, C, inner);
 }
 
 }  // namespace
@@ -576,7 +588,9 @@ void register_dnnl_pool_kernels(KernelTable& t) {
     double momentum = n.attr_float("momentum", 0.9f);
     bool training = n.attr_int("training_mode", 0) != 0;
     int opset = n.opset;
-    return make_kernel([=](KernelContext& ctx) { return batchnorm_compute(ctx, eps, momentum, training, opset); });
+    bool relu = n.attr_int("_relu", 0) != 0;
+    return make_kernel(
+        [=](KernelContext& ctx) { return batchnorm_compute(ctx, eps, momentum, training, opset, relu); });
   });
 }
 

@@ -187,11 +187,13 @@ class NormalizeKernel final : public Kernel {
 struct BatchNormPush {
   uint32_t n, channels, spatial;
   float eps;
+  uint32_t relu;
 };
 
 class BatchNormKernel final : public Kernel {
  public:
-  explicit BatchNormKernel(float eps) : eps_(eps) {}
+  // relu: the optimiser fused a Relu after this node (`_relu`, exec/optimize.cc).
+  BatchNormKernel(float eps, bool relu) : eps_(eps), relu_(relu) {}
   Status compute(KernelContext& ctx) const override {
     BH_ASSIGN_OR_RETURN(RunState * rs, run_state(ctx));
     const Tensor* x = ctx.input(0);
@@ -205,7 +207,7 @@ class BatchNormKernel final : public Kernel {
     BH_RETURN_IF_ERROR(fits_u32(ctx, x->numel()));
     if (x->numel() == 0) return Status::ok();
     BatchNormPush push{static_cast<uint32_t>(x->numel()), static_cast<uint32_t>(c),
-                       static_cast<uint32_t>(product(x->shape(), 2, x->rank())), eps_};
+                       static_cast<uint32_t>(product(x->shape(), 2, x->rank())), eps_, relu_ ? 1u : 0u};
     Groups g = groups_for(push.n);
     return rs->dispatch("batchnorm",
                         {{x, false}, {ctx.input(1), false}, {ctx.input(2), false}, {ctx.input(3), false},
@@ -215,6 +217,7 @@ class BatchNormKernel final : public Kernel {
 
  private:
   float eps_;
+  bool relu_;
 };
 
 bool extra_outputs_wanted(const ir::Node& n) {
@@ -258,7 +261,8 @@ void add_reduction_kernels(KernelTable& t) {
     if (extra_outputs_wanted(info.node) || info.node.attr_int("training_mode", 0) != 0)
       return unsupported(info.where() + "the Vulkan kernel is for inference only");
     if (info.node.opset < 7) return unsupported(info.where() + "opset < 7 BatchNormalization is not supported on Vulkan");
-    return std::unique_ptr<Kernel>(std::make_unique<BatchNormKernel>(info.node.attr_float("epsilon", 1e-5f)));
+    return std::unique_ptr<Kernel>(std::make_unique<BatchNormKernel>(info.node.attr_float("epsilon", 1e-5f),
+                                                                     info.node.attr_int("_relu", 0) != 0));
   });
 }
 

@@ -1,5 +1,6 @@
 // BatchNormalization for inference, float32, NC...: y = (x - mean[c]) / sqrt(var[c] + eps)
-// * scale[c] + bias[c], where c = (i / spatial) % channels.
+// * scale[c] + bias[c], where c = (i / spatial) % channels; then max(y, 0) when relu != 0
+// (a Relu the optimiser fused, `_relu`).
 #version 450
 layout(local_size_x = 256) in;
 layout(std430, binding = 0) readonly buffer X { float x[]; };
@@ -13,11 +14,13 @@ layout(push_constant) uniform P {
   uint channels;
   uint spatial;
   float eps;
+  uint relu;
 } p;
 
 void main() {
   uint i = (gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x) * 256 + gl_LocalInvocationID.x;
   if (i >= p.n) return;
   uint c = (i / p.spatial) % p.channels;
-  y[i] = (x[i] - mean[c]) / sqrt(var_[c] + p.eps) * scale[c] + bias[c];
+  float v = (x[i] - mean[c]) / sqrt(var_[c] + p.eps) * scale[c] + bias[c];
+  y[i] = p.relu != 0u ? max(v, 0.0) : v;
 }
