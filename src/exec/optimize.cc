@@ -367,6 +367,36 @@ class Optimizer {
     return false;
   }
 
+  // Folds `n` = Mul/Add(cur, c) or Sub(cur, c), c a per-channel float32 constant, into the
+  // affine map y = scale * x + shift applied so far; false if `n` is not one.
+  bool fold_per_channel(const Node& n, const std::string& cur, const std::string& other, int64_t M, int rank,
+                        std::vector<double>* scale, std::vector<double>* shift) const {
+    std::vector<double> c;
+    if (!(n.op_type == "Mul" || n.op_type == "Add" || (n.op_type == "Sub" && n.inputs[0] == cur)) ||
+        n.inputs.size() != 2 || other.empty() || !per_channel_f32(other, M, rank, &c))
+      return false;
+    for (int64_t m = 0; m < M; ++m) {
+      if (n.op_type == "Mul") {
+        (*scale)[m] *= c[m];
+        (*shift)[m] *= c[m];
+      } else {
+        (*shift)[m] += n.op_type == "Add" ? c[m] : -c[m];
+      }
+    }
+    return true;
+  }
+
+  // Replaces the chain that starts at node `first` and takes the nodes `eaten` (the
+  // latest of them at `last`) by `fused`, which writes `out`, at position `last`.
+  void replace_chain(size_t first, const std::vector<size_t>& eaten, size_t last, Node fused, const std::string& out) {
+    fused.outputs[0] = out;
+    for (size_t k : eaten) dead_[k] = true;
+    dead_[first] = true;
+    dead_[last] = false;
+    g_.nodes[last] = std::move(fused);
+    done_[last] = true;
+  }
+
   bool fuse_conv(size_t ci) {
     const Node& conv = g_.nodes[ci];
     if (conv.op_type != "Conv" || !conv.domain.empty() || conv.outputs.size() != 1 || conv.outputs[0].empty() ||
@@ -428,7 +458,6 @@ class Optimizer {
 
       // Folds into the weights, before any post-op.
       if (can_fold && ops.empty()) {
-        std::vector<double> c;
         if (n.op_type == "BatchNormalization" && n.inputs.size() == 5 && n.inputs[0] == cur &&
             n.attr_int("training_mode", 0) == 0 && n.attr_int("spatial", 1) == 1 &&
             (n.opset >= 7 || n.attr_int("is_test", 1) == 1)) {
@@ -446,16 +475,7 @@ class Optimizer {
             continue;
           }
         }
-        if ((n.op_type == "Mul" || n.op_type == "Add" || n.op_type == "Sub") && n.inputs.size() == 2 && !other.empty() &&
-            (n.op_type != "Sub" || n.inputs[0] == cur) && per_channel_f32(other, M, rank, &c)) {
-          for (int64_t m = 0; m < M; ++m) {
-            if (n.op_type == "Mul") {
-              scale[m] *= c[m];
-              shift[m] *= c[m];
-            } else {
-              shift[m] += n.op_type == "Add" ? c[m] : -c[m];
-            }
-          }
+        if (fold_per_channel(n, cur, other, M, rank, &scale, &shift)) {
           folded = true;
           take({*nx}, out);
           continue;
@@ -572,12 +592,7 @@ class Optimizer {
       s.s = sum_input;
       fused.attrs["_sum_input"] = s;
     }
-    fused.outputs[0] = cur;
-    for (size_t k : eaten) dead_[k] = true;
-    dead_[ci] = true;
-    dead_[last] = false;
-    g_.nodes[last] = std::move(fused);
-    done_[last] = true;
+    replace_chain(ci, eaten, last, std::move(fused), cur);
     return true;
   }
 
@@ -611,17 +626,7 @@ class Optimizer {
       const Node& n = g_.nodes[*nx];
       if (!n.domain.empty() || n.inputs.empty() || !only_first_output(n)) break;
       const std::string other = other_input(n, cur);
-      std::vector<double> c;
-      if (!relu && (n.op_type == "Mul" || n.op_type == "Add" || (n.op_type == "Sub" && n.inputs[0] == cur)) &&
-          !other.empty() && per_channel_f32(other, C, rank, &c)) {
-        for (int64_t m = 0; m < C; ++m) {
-          if (n.op_type == "Mul") {
-            scale[m] *= c[m];
-            shift[m] *= c[m];
-          } else {
-            shift[m] += n.op_type == "Add" ? c[m] : -c[m];
-          }
-        }
+      if (!relu && fold_per_channel(n, cur, other, C, rank, &scale, &shift)) {
         folded = true;
       } else if (!relu && n.op_type == "Relu" && n.inputs.size() == 1) {
         relu = true;
@@ -654,12 +659,7 @@ class Optimizer {
       a.i = 1;
       fused.attrs["_relu"] = a;
     }
-    fused.outputs[0] = cur;
-    for (size_t k : eaten) dead_[k] = true;
-    dead_[bi] = true;
-    dead_[last] = false;
-    g_.nodes[last] = std::move(fused);
-    done_[last] = true;
+    replace_chain(bi, eaten, last, std::move(fused), cur);
     return true;
   }
 
