@@ -6,7 +6,10 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build pkg-config git
   libprotobuf-dev protobuf-compiler libonnx-dev
-  libdnnl-dev
+  # Debian's oneDNN is built with its OpenCL GPU runtime: its CMake config requires the
+  # OpenCL library and headers, which libdnnl-dev only recommends (and we install
+  # without recommends).
+  libdnnl-dev ocl-icd-opencl-dev
   nlohmann-json3-dev libcli11-dev libfmt-dev
   googletest libgtest-dev libgmock-dev libbenchmark-dev
   libvulkan-dev glslc mesa-vulkan-drivers vulkan-validationlayers
