@@ -27,7 +27,8 @@ if [ "$(id -u)" != 0 ]; then
   echo "install-deps: missing packages: ${missing[*]} (run this script as root)" >&2
   exit 1
 fi
-echo "install-deps: installing ${missing[*]}"
+echo "install-deps: installing ${#missing[@]} packages (and what they depend on): ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq >/dev/null
 apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+echo "install-deps: installed in ${SECONDS}s"
