@@ -34,14 +34,15 @@ done
 unavailable() { echo "fresh-root: cannot make a fresh Debian 12 root: $*" >&2; exit 125; }
 say() { echo "fresh-root: $*" >&2; }
 
+[ "$(id -u)" = 0 ] || unavailable "not running as root"
 repo=$(cd "$(dirname "$0")/.." && pwd)
+# The repository this script came from is trusted whoever owns it (a CI checkout).
+g() { git -c safe.directory='*' "$@"; }
 shared=${BULKHEAD_SHARED:-$(cd "$repo/.." && pwd)/shared}
 [ -d "$shared/models" ] || { echo "fresh-root: the shared test data folder '$shared' is missing (set BULKHEAD_SHARED)" >&2; exit 1; }
-commit=$(git -C "$repo" rev-parse HEAD)
-[ -z "$(git -C "$repo" status --porcelain --untracked-files=no)" ] ||
+commit=$(g -C "$repo" rev-parse HEAD)
+[ -z "$(g -C "$repo" status --porcelain --untracked-files=no)" ] ||
   say "note: uncommitted changes are not tested; the clone is of HEAD ${commit:0:7}"
-
-[ "$(id -u)" = 0 ] || unavailable "not running as root"
 cache=${FRESH_ROOT_CACHE:-/var/tmp/fresh-debian}
 mkdir -p "$cache" || unavailable "cannot create the cache folder $cache"
 # A root holds ~2 GB of packages and the build trees of the test command ~5 GB.
@@ -107,7 +108,7 @@ chroot "$root" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin apt-get update
   unavailable "apt-get update in the root failed (is the Debian archive reachable?): $(grep -v '^\s*$' "$root/apt-update.err" | tail -n1)"
 
 mkdir -p "$root/work/main" "$root/work/shared"
-git clone -q --no-checkout "$repo" "$root/work/main"
+g clone -q --no-checkout "$repo" "$root/work/main"
 git -C "$root/work/main" checkout -q --detach "$commit"
 # ../shared read-only even for root: a bind mount remounted read-only (a copy made
 # read-only by permissions where bind mounts are refused).
