@@ -108,7 +108,7 @@ chroot "$root" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin apt-get update
   unavailable "apt-get update in the root failed (is the Debian archive reachable?): $(grep -v '^\s*$' "$root/apt-update.err" | tail -n1)"
 
 mkdir -p "$root/work/main" "$root/work/shared"
-g clone -q --no-checkout "$repo" "$root/work/main"
+g clone -q --no-checkout -u "git -c safe.directory='*' upload-pack" "$repo" "$root/work/main"
 git -C "$root/work/main" checkout -q --detach "$commit"
 # ../shared read-only even for root: a bind mount remounted read-only (a copy made
 # read-only by permissions where bind mounts are refused).
