@@ -6,6 +6,7 @@
 #include <string>
 
 #include "bulkhead/status.h"
+#include "common/text.h"
 
 namespace bulkhead::check {
 struct CheckReport;
@@ -25,8 +26,9 @@ void add_selftest(CLI::App& app);
 // The verdict table of a check report, one line per schedule (check and demo).
 void print_check_table(const check::CheckReport& r, bool with_header);
 
-// Prints "bulkhead <cmd>: error: <message>" and returns the exit code for `s`.
-int fail(const std::string& cmd, const Status& s);
+// Prints "bulkhead <cmd>: error: <message>" (non-printable bytes escaped) and returns
+// `code`, the exit code.
+int fail(const std::string& cmd, const Status& s, int code = 1);
 int fail(const std::string& cmd, const std::string& message, int code = 1);
 
 }  // namespace bulkhead::cli

@@ -9,6 +9,8 @@
 #include "check/report.h"
 #include "check/split.h"
 #include "cli.h"
+#include "common/parse.h"
+#include "io/file_set.h"
 #include "io/npy.h"
 
 namespace bulkhead::cli {
@@ -76,9 +78,13 @@ int check_cmd(const CheckArgs& a) {
     o.front = source(a.model);
   }
   for (auto* m : {&o.front, o.back ? &*o.back : nullptr})
-    if (m && !std::filesystem::is_regular_file(m->path)) return fail(cmd, "cannot open model '" + m->path + "': no such file");
-  o.devices = split_list(a.devices);
-  if (o.devices.empty()) return fail(cmd, "--device is empty");
+    if (m) {
+      auto f = io::RegularFile::open(m->path, io::kDefaultMaxFileBytes, "model");
+      if (!f.is_ok()) return fail(cmd, f.status());
+    }
+  auto devices = SessionOptions::parse("devices=" + a.devices);
+  if (!devices.is_ok()) return fail(cmd, devices.status());
+  o.devices = devices->devices;
   if (a.threads < 1 || a.threads > 1024) return fail(cmd, "--threads must be 1..1024, got " + std::to_string(a.threads));
   if (a.iterations < 1 || a.iterations > 100000) return fail(cmd, "--iterations must be >= 1, got " + std::to_string(a.iterations));
   if (a.rtol < 0) return fail(cmd, "--rtol must be >= 0");
@@ -98,10 +104,10 @@ int check_cmd(const CheckArgs& a) {
   }
   for (const auto& spec : a.dims) {
     auto eq = spec.find('=');
-    long long v = 0;
-    if (eq == std::string::npos || eq == 0 || std::sscanf(spec.c_str() + eq + 1, "%lld", &v) != 1 || v < 1)
-      return fail(cmd, "bad --dim '" + spec + "': expected NAME=SIZE with SIZE >= 1");
-    o.dims[spec.substr(0, eq)] = v;
+    int64_t v = 0;
+    if (eq == std::string::npos || eq == 0 || !parse_int_in(spec.substr(eq + 1), 1, INT64_MAX, &v))
+      return fail(cmd, "bad --dim '" + spec + "': expected NAME=SIZE with SIZE a whole number >= 1");
+    if (!o.dims.emplace(spec.substr(0, eq), v).second) return fail(cmd, "--dim " + spec.substr(0, eq) + " given twice");
   }
   auto rep = check::run_check(o);
   if (!rep.is_ok()) return fail(cmd, rep.status());
@@ -159,8 +165,8 @@ void add_split(CLI::App& app) {
   cmd->callback([a]() {
     auto r = check::split_model(a->model, a->fraction, a->at);
     if (!r.is_ok()) throw CLI::RuntimeError(fail("split", r.status()));
-    Status st = io::write_file_atomic(a->front, r->front);
-    if (st.is_ok()) st = io::write_file_atomic(a->back, r->back);
+    if (a->front == a->back) throw CLI::RuntimeError(fail("split", "F and G would both be written to '" + a->front + "'"));
+    Status st = io::write_files_all_or_nothing({{a->front, r->front}, {a->back, r->back}});
     if (!st.is_ok()) throw CLI::RuntimeError(fail("split", st));
     std::string b;
     for (auto& x : r->boundary) b += (b.empty() ? "" : ", ") + x;

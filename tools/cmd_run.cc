@@ -5,9 +5,11 @@
 #include <filesystem>
 #include <map>
 #include <set>
+#include <thread>
 
 #include "bulkhead/bulkhead.hpp"
 #include "cli.h"
+#include "io/file_set.h"
 #include "io/npy.h"
 
 namespace bulkhead::cli {
@@ -25,6 +27,8 @@ struct RunArgs {
   int repeat = 1;
   int warmup = -1;
   std::string output_dir;
+  bool output_dir_given = false;
+  std::string max_file_size;
   bool quiet = false;
   bool profile = false;
 };
@@ -75,10 +79,18 @@ std::string stats(const Tensor& t) {
 int run_cmd(const RunArgs& a) {
   const std::string cmd = "run";
   if (a.repeat < 1) return fail(cmd, "--repeat must be at least 1, got " + std::to_string(a.repeat), 2);
-  if (a.threads < 0) return fail(cmd, "--threads must be >= 0, got " + std::to_string(a.threads), 2);
+  if (a.warmup < -1) return fail(cmd, "--warmup must be >= 0, got " + std::to_string(a.warmup), 2);
+  if (a.threads < 0 || a.threads > SessionOptions::kMaxThreads)
+    return fail(cmd, "--threads must be 0.." + std::to_string(SessionOptions::kMaxThreads) + " (0 = every core), got " + std::to_string(a.threads), 2);
+  if (a.output_dir_given && a.output_dir.empty()) return fail(cmd, "--output-dir is empty", 2);
   auto opts = SessionOptions::parse("devices=" + a.devices);
-  if (!opts.is_ok()) return fail(cmd, opts.status());
+  if (!opts.is_ok()) return fail(cmd, opts.status(), 2);
   opts->threads = a.threads;
+  if (!a.max_file_size.empty()) {
+    auto o = SessionOptions::parse("max_file_bytes=" + a.max_file_size);
+    if (!o.is_ok()) return fail(cmd, "bad --max-file-size '" + a.max_file_size + "': expected a size such as 512M or 64G", 2);
+    opts->max_file_bytes = o->max_file_bytes;
+  }
   if (a.optimization_level < 0 || a.optimization_level > 2)
     return fail(cmd, "--optimization-level must be 0, 1 or 2, got " + std::to_string(a.optimization_level), 2);
   opts->optimization_level = a.optimization_level;
@@ -112,7 +124,7 @@ int run_cmd(const RunArgs& a) {
       path = spec.substr(eq + 1);
     }
     if (name.empty() || path.empty()) return fail(cmd, "bad --input '" + spec + "': expected NAME=FILE.npy", 2);
-    auto t = io::read_npy(path);
+    auto t = io::read_npy(path, opts->max_file_bytes);
     if (!t.is_ok()) return fail(cmd, t.status().with_context("input '" + name + "': "));
     inputs.emplace_back(name, std::move(t).value());
   }
@@ -175,25 +187,30 @@ int run_cmd(const RunArgs& a) {
   std::vector<double> sorted = ms;
   std::sort(sorted.begin(), sorted.end());
   double median = sorted.size() % 2 ? sorted[sorted.size() / 2] : (sorted[sorted.size() / 2 - 1] + sorted[sorted.size() / 2]) / 2;
-  std::printf("latency over %d run(s): median %.3f ms  min %.3f ms  (threads %d)\n", a.repeat, median, sorted.front(),
-              a.threads);
+  // What a run may use: the threads asked for, at most the machine's cores (core budget).
+  const int cores = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  const int used = a.threads == 0 ? cores : std::min(a.threads, cores);
+  std::string threads = "threads " + std::to_string(used);
+  if (a.threads > cores) threads += ": " + std::to_string(a.threads) + " asked for, " + std::to_string(cores) + " cores";
+  std::printf("latency over %d run(s): median %.3f ms  min %.3f ms  (%s)\n", a.repeat, median, sorted.front(), threads.c_str());
 
   if (!a.output_dir.empty()) {
-    // Serialise everything first so that a failure leaves no output file behind.
+    // Serialise everything first, then write all or nothing (io/file_set.h).
     std::vector<std::pair<std::string, std::string>> files;
+    std::map<std::string, std::string> owner;  // file name -> output name
     for (auto& [name, t] : *outs) {
-      std::string safe = name;
-      for (char& c : safe)
-        if (c == '/' || c == '\\' || c == ':') c = '_';
+      std::string file = io::safe_file_name(name) + ".npy";
+      auto [it, fresh] = owner.emplace(file, name);
+      if (!fresh)
+        return fail(cmd, "outputs '" + printable(it->second) + "' and '" + printable(name) + "' would both be written to '" +
+                             file + "'; nothing was written");
       auto bytes = io::to_npy(t);
-      if (!bytes.is_ok()) return fail(cmd, bytes.status().with_context("output '" + name + "': "));
-      files.emplace_back(a.output_dir + "/" + safe + ".npy", std::move(bytes).value());
+      if (!bytes.is_ok()) return fail(cmd, bytes.status().with_context("output '" + printable(name) + "': ").message() + "; nothing was written", 1);
+      files.emplace_back(a.output_dir + "/" + file, std::move(bytes).value());
     }
-    for (auto& [path, bytes] : files) {
-      Status s = io::write_file_atomic(path, bytes);
-      if (!s.is_ok()) return fail(cmd, s);
-      std::printf("wrote %s\n", path.c_str());
-    }
+    Status s = io::write_files_all_or_nothing(files);
+    if (!s.is_ok()) return fail(cmd, s);
+    for (auto& [path, bytes] : files) std::printf("wrote %s\n", path.c_str());
   }
   return 0;
 }
@@ -214,7 +231,9 @@ void add_run(CLI::App& app) {
   cmd->add_flag("--no-capture", a->no_capture, "GPU: record and submit every run anew (no graph capture)");
   cmd->add_option("-r,--repeat", a->repeat, "timed runs (median and min are printed)");
   cmd->add_option("--warmup", a->warmup, "untimed runs first (default 1 when --repeat > 1)");
-  cmd->add_option("-o,--output-dir", a->output_dir, "write each output as NAME.npy here");
+  cmd->add_option("-o,--output-dir", a->output_dir, "write each output as NAME.npy here (all or nothing)")
+      ->each([a](const std::string&) { a->output_dir_given = true; });
+  cmd->add_option("--max-file-size", a->max_file_size, "largest model, external data or input file to read (default 64G)");
   cmd->add_flag("-q,--quiet", a->quiet, "print only the session-creation and latency lines");
   cmd->add_flag("--profile", a->profile, "print time per operator type for one extra run");
   cmd->callback([a]() {

@@ -3,22 +3,26 @@
 
 #include "bulkhead/bulkhead.hpp"
 #include "cli.h"
+#include "common/text.h"
+#include "io/file_set.h"
 
 namespace bulkhead::cli {
 
-int fail(const std::string& cmd, const Status& s) {
-  std::fprintf(stderr, "bulkhead %s: error: %s\n", cmd.c_str(), s.message().c_str());
-  return 1;
-}
-
+// Every error line goes through here: bytes from a model or a user that would steer the
+// terminal (control bytes, invalid UTF-8) are printed escaped.
 int fail(const std::string& cmd, const std::string& message, int code) {
-  std::fprintf(stderr, "bulkhead %s: error: %s\n", cmd.c_str(), message.c_str());
+  std::string line = printable(message);
+  std::fprintf(stderr, "bulkhead %s: error: %s\n", cmd.c_str(), line.c_str());
   return code;
 }
+
+int fail(const std::string& cmd, const Status& s, int code) { return fail(cmd, s.message(), code); }
 
 }  // namespace bulkhead::cli
 
 int main(int argc, char** argv) {
+  // Outputs are written all or nothing, even when the process is told to end mid-write.
+  bulkhead::io::remove_temporaries_on_signals();
   CLI::App app{"bulkhead — run several ONNX models in one process without them touching each other's data"};
   app.set_version_flag("--version", std::string("bulkhead ") + bulkhead::version());
   app.require_subcommand(1);
@@ -30,6 +34,20 @@ int main(int argc, char** argv) {
   bulkhead::cli::add_check(app);
   bulkhead::cli::add_split(app);
   bulkhead::cli::add_selftest(app);
+  // An unknown command is named as such (CLI11 would say "A subcommand is required").
+  if (argc > 1 && argv[1][0] != '-') {
+    bool known = false;
+    std::string names;
+    for (const auto* sub : app.get_subcommands([](const CLI::App*) { return true; })) {
+      known |= sub->check_name(argv[1]);
+      if (!sub->get_group().empty()) names += (names.empty() ? "" : ", ") + sub->get_name();
+    }
+    if (!known) {
+      std::fprintf(stderr, "bulkhead: error: unknown command '%s' (commands: %s; see bulkhead --help)\n",
+                   bulkhead::printable(argv[1]).c_str(), names.c_str());
+      return 2;
+    }
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -26,8 +26,10 @@ struct SessionOptions {
   // Devices in order of preference, e.g. {"cpu"} or {"vulkan:0", "cpu"}: each node runs
   // on the first one that can run it.
   std::vector<std::string> devices = {"cpu"};
-  // Intra-op threads for each run; 0 = the number of cores.
+  // Intra-op threads for each run; 0 = the number of cores. A run is granted at most the
+  // cores free when it starts (and at least one), whatever this asks for.
   int threads = 0;
+  static constexpr int kMaxThreads = 1024;
   bool graph_capture = true;
   // GPU devices: how a run's dispatches are submitted — "single", "per-dispatch",
   // "split", "auto" or "auto:<bytes>[K|M|G]"; empty = the device's default (its quirks
@@ -49,8 +51,12 @@ struct SessionOptions {
   // Process isolation: the program to start as the worker. Empty: $BULKHEAD_WORKER, else
   // this program when it is `bulkhead`, else a `bulkhead` beside it.
   std::string worker_binary;
+  // The largest file bulkhead reads for this session: the model, and each of its
+  // external data files (which must be regular files inside the model's folder).
+  uint64_t max_file_bytes = uint64_t{64} << 30;
   // Parses "devices=cpu;threads=2;graph_capture=0;optimization_level=1" style option strings (CLI, env vars);
-  // also isolation=process, worker_timeout_ms=N, worker_binary=PATH, submit_policy=split.
+  // also isolation=process, worker_timeout_ms=N, worker_binary=PATH, submit_policy=split,
+  // max_file_bytes=N[K|M|G].
   static Result<SessionOptions> parse(const std::string& spec);
 };
 

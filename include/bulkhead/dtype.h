@@ -38,7 +38,14 @@ bool dtype_is_known(int32_t onnx_type);
 
 using Shape = std::vector<int64_t>;
 
+// The element count of a shape already known to be valid (a tensor's own shape).
 int64_t shape_numel(const Shape& s);
+// Checked sizes, for every place where a shape that came from outside (a file, a message,
+// an option) or was computed from one becomes an element or byte count: false when a
+// dimension is negative or the count overflows (int64 elements, size_t bytes); the
+// out-parameter is then untouched.
+bool checked_numel(const Shape& s, int64_t* numel);
+bool checked_nbytes(DataType t, const Shape& s, size_t* nbytes);
 // "[1,3,224,224]"
 std::string shape_to_string(const Shape& s);
 

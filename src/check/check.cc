@@ -3,11 +3,15 @@
 #include <chrono>
 #include <cmath>
 #include <functional>
+#include <set>
+#include <algorithm>
 #include <mutex>
 #include <thread>
 
 #include "backend/backend.h"
 #include "check/sha256.h"
+#include "common/sizes.h"
+#include "io/file.h"
 
 namespace bulkhead::check {
 namespace {
@@ -60,6 +64,10 @@ void set_element(Tensor& t, int64_t i, double v) {
   }
 }
 
+// The largest input the checker makes up: generated inputs are for checking, not for
+// filling the machine.
+constexpr size_t kMaxGeneratedBytes = size_t{2} << 30;
+
 Result<Tensor> generate_input(const IoInfo& io, const std::map<std::string, int64_t>& dims, Rng& rng) {
   if (!io.is_tensor) return unsupported("input '" + io.name + "' is not a tensor; give it with --input");
   if (io.dtype == DataType::kString || io.dtype == DataType::kUndefined)
@@ -75,7 +83,16 @@ Result<Tensor> generate_input(const IoInfo& io, const std::map<std::string, int6
     auto it = p.empty() ? dims.end() : dims.find(p);
     shape.push_back(it == dims.end() ? 1 : it->second);
   }
-  Tensor t = Tensor::host(io.dtype, shape);
+  // The sizes come from the user (--dim): checked, and bounded, before anything is allocated.
+  auto nbytes = tensor_nbytes(io.dtype, shape);
+  if (!nbytes.is_ok()) return nbytes.status().with_context("input '" + io.name + "': ");
+  const size_t bytes = *nbytes;
+  if (bytes > kMaxGeneratedBytes)
+    return invalid_argument("input '" + io.name + "' would be " + dtype_name(io.dtype) + shape_to_string(shape) + ", " +
+                            io::format_bytes(bytes) + ": more than the " + io::format_bytes(kMaxGeneratedBytes) +
+                            " bulkhead generates for one input (choose smaller --dim values, or give it with --input)");
+  auto host = HostAllocator::create("check inputs");
+  BH_ASSIGN_OR_RETURN(Tensor t, Tensor::allocate(*host, io.dtype, shape));
   bool is_float = dtype_is_float(io.dtype);
   for (int64_t i = 0; i < t.numel(); ++i) set_element(t, i, is_float ? rng.uniform() : std::floor(rng.uniform() * 4));
   return t;
@@ -352,9 +369,8 @@ struct Checker {
         p.label = "F" + std::to_string(k + 1) + "→G";
         p.role = 'P';
         p.variant = v;
-        if (!st.ran) {
-          p.findings.push_back("F failed: " + st.error);
-          r.steps.push_back(std::move(p));
+        if (!st.ran) {  // the F step itself is what failed
+          r.steps.push_back(std::move(st));
           continue;
         }
         BH_ASSIGN_OR_RETURN(auto fed, feed_back(g_inputs, st.raw));
@@ -386,6 +402,26 @@ struct Checker {
             double& w = solo[std::string(1, st.role) + o.name];
             w = std::max(w, o.metrics.max_abs);
           }
+    // A run that fails is contamination only when the same model ran the same inputs
+    // cleanly alone on the device (front_only / back_only): otherwise the model or its
+    // inputs fail on the device whatever else runs — an error (exit 1), never exit 2.
+    std::set<std::string> ran_alone;
+    for (auto& s : rep.schedules)
+      if (s.name == "front_only" || s.name == "back_only")
+        for (auto& st : s.steps)
+          if (st.ran) ran_alone.insert(std::string(1, st.role) + std::to_string(st.variant));
+    for (auto& s : rep.schedules)
+      for (auto& st : s.steps) {
+        if (st.ran) continue;
+        char role = st.role == 'P' ? 'G' : st.role;
+        if (ran_alone.count(std::string(1, role) + std::to_string(st.variant))) continue;
+        st.findings.erase(std::remove_if(st.findings.begin(), st.findings.end(),
+                                         [](const std::string& f) { return f.rfind("run failed: ", 0) == 0; }),
+                          st.findings.end());
+        if (s.error.empty())
+          s.error = st.label + " failed, and " + std::string(1, role) + " never ran these inputs cleanly alone on " +
+                    join(opt.devices) + " (an error, not contamination): " + (st.error.empty() ? "see the step" : st.error);
+      }
     for (auto& s : rep.schedules)
       for (auto& st : s.steps) {
         for (auto& o : st.outputs) {
@@ -494,6 +530,20 @@ Result<CheckReport> run_check(const CheckOptions& opt) {
       for (auto& io : fc.inputs()) names.push_back(io.name);
       return invalid_argument("unknown input '" + n + "' for '" + opt.front.name + "' (its inputs are: " + join(names, ", ") + ")");
     }
+  }
+  for (auto& [dim, v] : opt.dims) {
+    std::vector<std::string> names;
+    bool known = false;
+    for (auto& io : fc.inputs())
+      for (auto& d : io.dim_names)
+        if (!d.empty()) {
+          known |= d == dim;
+          if (std::find(names.begin(), names.end(), d) == names.end()) names.push_back(d);
+        }
+    if (!known)
+      return invalid_argument("--dim " + dim + ": no input of '" + opt.front.name + "' has a dimension named '" + dim + "'" +
+                              (names.empty() ? std::string(" (it has no symbolic dimensions)")
+                                             : " (its symbolic dimensions are: " + join(names, ", ") + ")"));
   }
   Rng rng{opt.seed};
   for (auto& io : fc.inputs()) {

@@ -34,7 +34,7 @@ void names_read(const onnx::NodeProto& n, std::vector<std::string>& out) {
 // Resolves an external initializer into raw_data so the parts are self-contained.
 Status inline_external(onnx::TensorProto& t, const std::string& dir) {
   if (t.data_location() != onnx::TensorProto::EXTERNAL) return Status::ok();
-  BH_ASSIGN_OR_RETURN(Tensor x, ir::tensor_from_proto(t, dir));
+  BH_ASSIGN_OR_RETURN(Tensor x, ir::tensor_from_proto(t, ir::DataFolder{dir}));
   if (x.dtype() == DataType::kString) return unsupported("initializer '" + t.name() + "': external string data");
   onnx::TensorProto r;
   r.set_name(t.name());
@@ -48,11 +48,7 @@ Status inline_external(onnx::TensorProto& t, const std::string& dir) {
 }  // namespace
 
 Result<SplitResult> split_model(const std::string& path, double fraction, const std::vector<std::string>& at) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) return not_found("cannot open '" + path + "'");
-  std::stringstream ss;
-  ss << f.rdbuf();
-  std::string bytes = ss.str();
+  BH_ASSIGN_OR_RETURN(std::string bytes, io::read_regular_file(path, io::kDefaultMaxFileBytes, "model"));
   onnx::ModelProto model;
   if (bytes.empty() || !model.ParseFromString(bytes))
     return invalid_model("'" + path + "' is not a valid ONNX model");

@@ -84,6 +84,29 @@ int64_t shape_numel(const Shape& s) {
   return n;
 }
 
+bool checked_numel(const Shape& s, int64_t* numel) {
+  bool empty = false;
+  for (int64_t d : s) {
+    if (d < 0) return false;
+    empty |= d == 0;
+  }
+  int64_t n = 1;
+  if (empty) n = 0;
+  else
+    for (int64_t d : s)
+      if (__builtin_mul_overflow(n, d, &n)) return false;
+  *numel = n;
+  return true;
+}
+
+bool checked_nbytes(DataType t, const Shape& s, size_t* nbytes) {
+  int64_t n = 0;
+  size_t b = 0;
+  if (!checked_numel(s, &n) || __builtin_mul_overflow(static_cast<size_t>(n), dtype_size(t), &b)) return false;
+  *nbytes = b;
+  return true;
+}
+
 std::string shape_to_string(const Shape& s) {
   std::string r = "[";
   for (size_t i = 0; i < s.size(); ++i) {

@@ -1,5 +1,8 @@
 #include "io/npy.h"
 
+#include "io/file.h"
+#include "io/file_set.h"
+
 #include <unistd.h>
 
 #include <cerrno>
@@ -75,24 +78,23 @@ Result<Tensor> parse_npy(const std::string& b, const std::string& name) {
     while (!item.empty() && (item.back() == ' ' || item.back() == 'L')) item.pop_back();
     if (item.empty()) continue;
     char* end = nullptr;
+    errno = 0;
     long long v = std::strtoll(item.c_str(), &end, 10);
-    if (*end != '\0' || v < 0) return bad("bad shape '(" + shape_s + ")'");
+    if (*end != '\0' || v < 0 || errno == ERANGE) return bad("bad shape '(" + shape_s + ")'");
     shape.push_back(v);
   }
   size_t data_off = hstart + hlen;
-  size_t want = static_cast<size_t>(shape_numel(shape)) * dtype_size(dt);
+  size_t want = 0;
+  if (!checked_nbytes(dt, shape, &want)) return bad("shape (" + shape_s + ") is too large: its size overflows 64 bits");
   if (b.size() - data_off != want)
     return bad("data has " + std::to_string(b.size() - data_off) + " bytes, expected " + std::to_string(want) + " for " +
                dtype_name(dt) + shape_to_string(shape));
   return Tensor::host_copy(dt, shape, b.data() + data_off, want);
 }
 
-Result<Tensor> read_npy(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) return not_found("cannot open '" + path + "': " + std::strerror(errno));
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  return parse_npy(ss.str(), path);
+Result<Tensor> read_npy(const std::string& path, uint64_t max_bytes) {
+  BH_ASSIGN_OR_RETURN(std::string bytes, read_regular_file(path, max_bytes, "input file"));
+  return parse_npy(bytes, path);
 }
 
 Result<std::string> to_npy(const Tensor& t) {
@@ -124,22 +126,7 @@ Result<std::string> to_npy(const Tensor& t) {
 }
 
 Status write_file_atomic(const std::string& path, const std::string& bytes) {
-  std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    if (!f) return not_found("cannot write '" + path + "': " + std::strerror(errno));
-    f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    f.flush();
-    if (!f) {
-      std::remove(tmp.c_str());
-      return Status(StatusCode::kResourceExhausted, "error writing '" + path + "'");
-    }
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    return not_found("cannot write '" + path + "': " + std::strerror(errno));
-  }
-  return Status::ok();
+  return write_files_all_or_nothing({{path, bytes}});
 }
 
 Status write_npy(const std::string& path, const Tensor& t) {

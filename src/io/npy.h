@@ -5,11 +5,13 @@
 
 #include "bulkhead/status.h"
 #include "bulkhead/tensor.h"
+#include "io/file.h"
 
 namespace bulkhead::io {
 
-// Reads a .npy file into a host tensor. Errors name the file and what is wrong with it.
-Result<Tensor> read_npy(const std::string& path);
+// Reads a .npy file into a host tensor: a regular file of at most `max_bytes`. Errors
+// name the file and what is wrong with it.
+Result<Tensor> read_npy(const std::string& path, uint64_t max_bytes = kDefaultMaxFileBytes);
 Result<Tensor> parse_npy(const std::string& bytes, const std::string& name);
 // Serialises a host tensor as .npy (format 1.0).
 Result<std::string> to_npy(const Tensor& t);

@@ -12,9 +12,12 @@
 #include <fstream>
 #include <functional>
 #include <set>
+#include <unordered_map>
 #include <unordered_set>
 #include <utility>
 
+#include "common/text.h"
+#include "io/file.h"
 #include "ir/infer.h"
 #include "onnx/onnx_pb.h"
 #include "onnx/onnx-data_pb.h"
@@ -24,14 +27,13 @@ namespace {
 
 struct Ctx {
   std::string model_name;
-  std::string base_dir;
+  DataFolder data;
   std::map<std::string, int> opsets;
   int node_counter = 0;
 };
 
-// The bytes of a file. A regular file is mapped read-only and populated in one call: the
-// parser reads the page cache directly, with no copy into fresh (page-faulting) memory.
-// Anything else (a pipe, /dev/stdin) is read into a string.
+// The bytes of a file, mapped read-only and populated in one call: the parser reads the
+// page cache directly, with no copy into fresh (page-faulting) memory.
 class FileBytes {
  public:
   FileBytes() = default;
@@ -44,35 +46,19 @@ class FileBytes {
   const char* data() const { return map_ ? static_cast<const char*>(map_) : buf_.data(); }
   size_t size() const { return map_ ? size_ : buf_.size(); }
 
-  static Result<FileBytes> read(const std::string& path) {
-    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return not_found("cannot open '" + path + "': " + std::strerror(errno));
+  // A regular file of at most `max_bytes` (io::RegularFile's checks), mapped.
+  static Result<FileBytes> read(const std::string& path, uint64_t max_bytes, const std::string& what) {
+    BH_ASSIGN_OR_RETURN(io::RegularFile file, io::RegularFile::open(path, max_bytes, what));
     FileBytes f;
-    struct stat st {};
-    if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0) {
-      void* p = ::mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
+    if (file.size() > 0) {
+      void* p = ::mmap(nullptr, static_cast<size_t>(file.size()), PROT_READ, MAP_PRIVATE | MAP_POPULATE, file.fd(), 0);
       if (p != MAP_FAILED) {
-        ::close(fd);
         f.map_ = p;
-        f.size_ = static_cast<size_t>(st.st_size);
+        f.size_ = static_cast<size_t>(file.size());
         return f;
       }
+      BH_ASSIGN_OR_RETURN(f.buf_, file.read_all());
     }
-    // Not mappable: one read per chunk, into a string sized up front when the size is known.
-    if (S_ISREG(st.st_mode) && st.st_size > 0) f.buf_.reserve(static_cast<size_t>(st.st_size));
-    char chunk[1 << 16];
-    for (;;) {
-      ssize_t r = ::read(fd, chunk, sizeof chunk);
-      if (r < 0 && errno == EINTR) continue;
-      if (r < 0) {
-        int e = errno;
-        ::close(fd);
-        return not_found("error reading '" + path + "': " + std::strerror(e));
-      }
-      if (r == 0) break;
-      f.buf_.append(chunk, static_cast<size_t>(r));
-    }
-    ::close(fd);
     return f;
   }
 
@@ -89,6 +75,22 @@ bool parse_large(Msg& msg, const void* data, size_t size) {
   in.SetTotalBytesLimit(INT32_MAX);
   return msg.ParseFromCodedStream(&in) && in.ConsumedEntireMessage();
 }
+
+// The folder a file is in: where its external data must lie.
+std::string folder_of(const std::string& path) {
+  auto slash = path.find_last_of('/');
+  if (slash == std::string::npos) return ".";
+  return slash == 0 ? "/" : path.substr(0, slash);
+}
+
+// The model versions bulkhead reads: IR 3 (the first with opset imports) to 13, and the
+// opsets of the domains it implements (newer versions may change what an operator means).
+constexpr int64_t kMinIrVersion = 3, kMaxIrVersion = 13;
+struct KnownOpset {
+  const char* domain;
+  int64_t max_version;
+};
+constexpr KnownOpset kKnownOpsets[] = {{"", 28}, {"ai.onnx.ml", 5}, {"ai.onnx.preview.training", 1}, {"ai.onnx.preview", 1}};
 
 std::string norm_domain(const std::string& d) { return d == "ai.onnx" ? std::string() : d; }
 
@@ -123,7 +125,7 @@ Result<ValueInfo> convert_type(const std::string& name, const onnx::TypeProto& t
   return vi;
 }
 
-Result<Tensor> convert_tensor(const onnx::TensorProto& t, const std::string& base_dir) {
+Result<Tensor> convert_tensor(const onnx::TensorProto& t, const DataFolder& data) {
   const std::string what = "tensor '" + t.name() + "'";
   if (!dtype_is_known(t.data_type()))
     return unsupported(what + " has element type " + std::to_string(t.data_type()) + ", which bulkhead does not support");
@@ -131,13 +133,11 @@ Result<Tensor> convert_tensor(const onnx::TensorProto& t, const std::string& bas
   Shape shape(t.dims().begin(), t.dims().end());
   // The dimensions come from the file: bound them before anything is allocated (a
   // corrupt file must give an error, not an allocation failure).
-  int64_t n = 1;
-  for (int64_t d : shape) {
+  int64_t n = 0;
+  for (int64_t d : shape)
     if (d < 0) return invalid_model(what + " has a negative dimension");
-    if (d != 0 && n > (int64_t{1} << 40) / d)
-      return invalid_model(what + " has dimensions " + shape_to_string(shape) + ": too many elements (corrupt file?)");
-    n *= d;
-  }
+  if (!checked_numel(shape, &n) || n > (int64_t{1} << 40))
+    return invalid_model(what + " has dimensions " + shape_to_string(shape) + ": too many elements (corrupt file?)");
   if (dt == DataType::kString) {
     if (t.string_data_size() != n) return invalid_model(what + ": expected " + std::to_string(n) + " strings, found " + std::to_string(t.string_data_size()));
     Tensor out = Tensor::host(dt, shape);
@@ -167,22 +167,21 @@ Result<Tensor> convert_tensor(const onnx::TensorProto& t, const std::string& bas
       }
     }
     if (location.empty()) return invalid_model(what + " has external data without a location");
-    if (location.find("..") != std::string::npos || (!location.empty() && location[0] == '/'))
-      return invalid_model(what + ": external data location '" + location + "' must be a relative path inside the model folder");
-    if (base_dir.empty()) return invalid_model(what + " uses external data but the model was not loaded from a file");
-    std::string path = base_dir + "/" + location;
-    std::ifstream f(path, std::ios::binary);
-    if (!f) return not_found(what + ": external data file '" + path + "' not found");
-    f.seekg(0, std::ios::end);
-    int64_t fsize = f.tellg();
+    if (data.dir.empty()) return invalid_model(what + " uses external data but the model was not loaded from a file");
+    // The real path, symlinks resolved, must stay inside the model's folder; regular
+    // files only, within the file size limit.
+    auto file = io::RegularFile::open_inside(data.dir, location, data.max_file_bytes, what + ": external data file");
+    if (!file.is_ok()) return file.status();
+    const int64_t fsize = static_cast<int64_t>(file->size());
+    if (offset > fsize)
+      return invalid_model(what + ": external data offset " + std::to_string(offset) + " is past the end of '" + location +
+                           "' (" + std::to_string(fsize) + " bytes)");
     if (length < 0) length = fsize - offset;
-    if (static_cast<size_t>(length) != nbytes || offset + length > fsize)
-      return invalid_model(what + ": external data in '" + path + "' has " + std::to_string(length) + " bytes at offset " +
-                           std::to_string(offset) + ", expected " + std::to_string(nbytes));
+    if (static_cast<uint64_t>(length) != nbytes || length > fsize - offset)
+      return invalid_model(what + ": external data in '" + location + "' has " + std::to_string(std::min(length, fsize - offset)) +
+                           " bytes at offset " + std::to_string(offset) + ", expected " + std::to_string(nbytes));
     allocate();
-    f.seekg(offset);
-    f.read(dst, static_cast<std::streamsize>(nbytes));
-    if (!f) return invalid_model(what + ": short read from '" + path + "'");
+    BH_RETURN_IF_ERROR(file->read_at(static_cast<uint64_t>(offset), dst, nbytes).with_context(what + ": "));
     return out;
   }
   if (t.has_raw_data()) {
@@ -251,7 +250,7 @@ Result<Attribute> convert_attr(const onnx::AttributeProto& a, Ctx& ctx, const st
     case onnx::AttributeProto::STRING: r.type = AttrType::kString; r.s = a.s(); break;
     case onnx::AttributeProto::TENSOR: {
       r.type = AttrType::kTensor;
-      BH_ASSIGN_OR_RETURN(r.t, convert_tensor(a.t(), ctx.base_dir));
+      BH_ASSIGN_OR_RETURN(r.t, convert_tensor(a.t(), ctx.data));
       break;
     }
     case onnx::AttributeProto::GRAPH: {
@@ -266,7 +265,7 @@ Result<Attribute> convert_attr(const onnx::AttributeProto& a, Ctx& ctx, const st
     case onnx::AttributeProto::TENSORS:
       r.type = AttrType::kTensors;
       for (const auto& t : a.tensors()) {
-        BH_ASSIGN_OR_RETURN(auto tt, convert_tensor(t, ctx.base_dir));
+        BH_ASSIGN_OR_RETURN(auto tt, convert_tensor(t, ctx.data));
         r.tensors.push_back(std::move(tt));
       }
       break;
@@ -381,19 +380,29 @@ Result<std::shared_ptr<Graph>> convert_graph(const onnx::GraphProto& gp, Ctx& ct
   g->name = gp.name();
   const std::string where = "'" + ctx.model_name + "': ";
   for (const auto& t : gp.initializer()) {
-    auto tensor = convert_tensor(t, ctx.base_dir);
+    if (g->initializers.count(t.name())) return invalid_model(where + "initializer '" + t.name() + "' is given twice");
+    auto tensor = convert_tensor(t, ctx.data);
     if (!tensor.is_ok()) return tensor.status().with_context(where);
     g->initializers[t.name()] = std::move(tensor).value();
   }
   if (gp.sparse_initializer_size() > 0) return unsupported(where + "sparse initializers are not supported");
+  // Every value has one source: a graph input, an initializer or one node output (SSA).
+  std::unordered_set<std::string> declared;
   for (const auto& vi : gp.input()) {
+    if (vi.name().empty()) return invalid_model(where + "a graph input has no name");
+    if (!declared.insert(vi.name()).second) return invalid_model(where + "graph input '" + vi.name() + "' is declared twice");
     BH_ASSIGN_OR_RETURN(auto v, convert_type(vi.name(), vi.type()));
     g->inputs.push_back(std::move(v));
   }
+  std::unordered_set<std::string> listed;
   for (const auto& vi : gp.output()) {
+    if (vi.name().empty()) return invalid_model(where + "a graph output has no name");
+    if (!listed.insert(vi.name()).second) return invalid_model(where + "graph output '" + vi.name() + "' is listed twice");
     BH_ASSIGN_OR_RETURN(auto v, convert_type(vi.name(), vi.type()));
     g->outputs.push_back(std::move(v));
   }
+  for (const auto& [iname, t] : g->initializers) declared.insert(iname);
+  std::unordered_map<std::string, std::string> producer;  // value -> node that makes it
   for (const auto& vi : gp.value_info()) {
     BH_ASSIGN_OR_RETURN(auto v, convert_type(vi.name(), vi.type()));
     g->value_info[vi.name()] = std::move(v);
@@ -408,6 +417,13 @@ Result<std::shared_ptr<Graph>> convert_graph(const onnx::GraphProto& gp, Ctx& ct
     n.opset = ov == ctx.opsets.end() ? 0 : ov->second;
     n.inputs.assign(np.input().begin(), np.input().end());
     n.outputs.assign(np.output().begin(), np.output().end());
+    for (const auto& o : n.outputs) {
+      if (o.empty()) continue;  // an optional output left out
+      if (declared.count(o))
+        return invalid_model(where + n.label() + ": output '" + o + "' is also a graph input or initializer (a value has one source)");
+      auto [it, fresh] = producer.emplace(o, n.name);
+      if (!fresh) return invalid_model(where + "value '" + o + "' is produced twice, by node '" + it->second + "' and by node '" + n.name + "'");
+    }
     for (const auto& a : np.attribute()) {
       if (!a.ref_attr_name().empty())
         return unsupported(where + n.label() + ": attribute references (functions) are not supported");
@@ -428,15 +444,30 @@ Result<std::shared_ptr<Graph>> convert_graph(const onnx::GraphProto& gp, Ctx& ct
 
 }  // namespace
 
-Result<Tensor> tensor_from_proto(const onnx::TensorProto& t, const std::string& base_dir) { return convert_tensor(t, base_dir); }
+Result<Tensor> tensor_from_proto(const onnx::TensorProto& t, const DataFolder& data) { return convert_tensor(t, data); }
 
-Result<Model> convert_model(const onnx::ModelProto& proto, const std::string& name, const std::string& base_dir) {
+Result<Model> convert_model(const onnx::ModelProto& proto, const std::string& name, const DataFolder& data) {
   if (!proto.has_graph()) return invalid_model("'" + name + "' has no graph (is it an ONNX model?)");
   Ctx ctx;
   ctx.model_name = name;
-  ctx.base_dir = base_dir;
-  for (const auto& os : proto.opset_import()) ctx.opsets[norm_domain(os.domain())] = static_cast<int>(os.version());
-  if (proto.opset_import_size() == 0) ctx.opsets[""] = 1;  // IR < 3 semantics
+  ctx.data = data;
+  const std::string where = "'" + name + "': ";
+  if (proto.ir_version() < kMinIrVersion || proto.ir_version() > kMaxIrVersion)
+    return invalid_model(where + "IR version " + std::to_string(proto.ir_version()) + " is not supported (bulkhead reads IR " +
+                         std::to_string(kMinIrVersion) + " to " + std::to_string(kMaxIrVersion) + ")");
+  if (proto.opset_import_size() == 0) return invalid_model(where + "the model imports no opset (opset_import is empty)");
+  for (const auto& os : proto.opset_import()) {
+    const std::string domain = norm_domain(os.domain());
+    const std::string shown = domain.empty() ? "ai.onnx" : printable(domain);
+    if (!ctx.opsets.emplace(domain, static_cast<int>(os.version())).second)
+      return invalid_model(where + "opset of domain '" + shown + "' imported twice");
+    for (const auto& k : kKnownOpsets)
+      if (domain == k.domain && (os.version() < 1 || os.version() > k.max_version))
+        return invalid_model(where + "opset " + std::to_string(os.version()) + " of domain '" + shown +
+                             "' is not supported (bulkhead implements versions 1 to " + std::to_string(k.max_version) + ")");
+    if (os.version() < 1 || os.version() > INT32_MAX)
+      return invalid_model(where + "opset " + std::to_string(os.version()) + " of domain '" + shown + "' is not a valid version");
+  }
   if (proto.functions_size() > 0) {
     // Model-local functions: nodes that call them are reported as unsupported operators.
   }
@@ -456,43 +487,43 @@ Result<Model> convert_model(const onnx::ModelProto& proto, const std::string& na
   return m;
 }
 
-Result<Model> load_model_from_bytes(const void* data, size_t size, const std::string& name, const std::string& base_dir) {
+Result<Model> load_model_from_bytes(const void* data, size_t size, const std::string& name, const DataFolder& folder) {
   onnx::ModelProto proto;
   if (size == 0) return invalid_model("'" + name + "' is empty, not an ONNX model");
   if (!parse_large(proto, data, size))
     return invalid_model("'" + name + "' is not a valid ONNX model (protobuf parse failed; truncated or not ONNX?)");
-  return convert_model(proto, name, base_dir);
+  return convert_model(proto, name, folder);
 }
 
-Result<Model> load_model(const std::string& path) {
-  BH_ASSIGN_OR_RETURN(FileBytes bytes, FileBytes::read(path));
-  std::string dir = ".";
-  auto slash = path.find_last_of('/');
-  if (slash != std::string::npos) dir = path.substr(0, slash);
-  return load_model_from_bytes(bytes.data(), bytes.size(), path, dir);
+Result<Model> load_model(const std::string& path, uint64_t max_file_bytes) {
+  BH_ASSIGN_OR_RETURN(FileBytes bytes, FileBytes::read(path, max_file_bytes, "model"));
+  if (bytes.size() > static_cast<size_t>(INT32_MAX))
+    return invalid_model("'" + path + "' is " + io::format_bytes(bytes.size()) +
+                         ": an ONNX file over 2 GiB must keep its weights as external data");
+  return load_model_from_bytes(bytes.data(), bytes.size(), path, DataFolder{folder_of(path), max_file_bytes});
 }
 
 namespace {
-Result<Value> value_from_sequence(const onnx::SequenceProto& s, const std::string& base_dir);
-Result<Value> value_from_optional(const onnx::OptionalProto& o, const std::string& base_dir) {
+Result<Value> value_from_sequence(const onnx::SequenceProto& s, const DataFolder& data);
+Result<Value> value_from_optional(const onnx::OptionalProto& o, const DataFolder& data) {
   Value v;
   v.is_optional = true;
   if (o.elem_type() == onnx::OptionalProto::TENSOR && o.has_tensor_value()) {
-    BH_ASSIGN_OR_RETURN(Tensor t, convert_tensor(o.tensor_value(), base_dir));
+    BH_ASSIGN_OR_RETURN(Tensor t, convert_tensor(o.tensor_value(), data));
     v = Value(std::move(t));
   } else if (o.elem_type() == onnx::OptionalProto::SEQUENCE && o.has_sequence_value()) {
-    BH_ASSIGN_OR_RETURN(v, value_from_sequence(o.sequence_value(), base_dir));
+    BH_ASSIGN_OR_RETURN(v, value_from_sequence(o.sequence_value(), data));
   }
   v.is_optional = true;
   return v;
 }
-Result<Value> value_from_sequence(const onnx::SequenceProto& s, const std::string& base_dir) {
+Result<Value> value_from_sequence(const onnx::SequenceProto& s, const DataFolder& data) {
   if (s.elem_type() != onnx::SequenceProto::TENSOR && s.elem_type() != onnx::SequenceProto::UNDEFINED)
     return unsupported("sequence '" + s.name() + "': only sequences of tensors are supported");
   std::vector<Tensor> items;
   DataType dt = DataType::kUndefined;
   for (const auto& t : s.tensor_values()) {
-    BH_ASSIGN_OR_RETURN(Tensor x, convert_tensor(t, base_dir));
+    BH_ASSIGN_OR_RETURN(Tensor x, convert_tensor(t, data));
     dt = x.dtype();
     items.push_back(std::move(x));
   }
@@ -500,9 +531,10 @@ Result<Value> value_from_sequence(const onnx::SequenceProto& s, const std::strin
 }
 }  // namespace
 
-Result<Value> load_value_pb(const std::string& path, char hint) {
-  BH_ASSIGN_OR_RETURN(FileBytes bytes, FileBytes::read(path));
-  std::string dir = path.substr(0, path.find_last_of('/'));
+Result<Value> load_value_pb(const std::string& path, char hint, uint64_t max_file_bytes) {
+  BH_ASSIGN_OR_RETURN(FileBytes bytes, FileBytes::read(path, max_file_bytes, "tensor file"));
+  if (bytes.size() > static_cast<size_t>(INT32_MAX)) return invalid_model("'" + path + "' is over 2 GiB");
+  const DataFolder dir{folder_of(path), max_file_bytes};
   if (hint == 's') {
     onnx::SequenceProto s;
     if (!parse_large(s, bytes.data(), bytes.size())) return invalid_model("'" + path + "' is not a SequenceProto");

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "bulkhead/status.h"
+#include "io/file.h"
 #include "ir/graph.h"
 
 namespace onnx {
@@ -16,16 +17,24 @@ class ModelProto;
 
 namespace bulkhead::ir {
 
-// Loads and converts the model file at `path`. Errors name the file.
-Result<Model> load_model(const std::string& path);
-// Converts serialized ModelProto bytes; `name` is used in messages, `base_dir` resolves
-// external data files (empty: external data is an error).
-Result<Model> load_model_from_bytes(const void* data, size_t size, const std::string& name, const std::string& base_dir);
-Result<Model> convert_model(const onnx::ModelProto& proto, const std::string& name, const std::string& base_dir);
-// A TensorProto → host Tensor (external data resolved against base_dir).
-Result<Tensor> tensor_from_proto(const onnx::TensorProto& t, const std::string& base_dir);
+// Where a model's external data may be read from: regular files inside `dir` (real paths,
+// symlinks resolved, must stay inside it), each at most `max_file_bytes`. An empty `dir`
+// means the model did not come from a file, and external data is an error.
+struct DataFolder {
+  std::string dir;
+  uint64_t max_file_bytes = io::kDefaultMaxFileBytes;
+};
+
+// Loads and converts the model file at `path`, a regular file of at most
+// `max_file_bytes`, as are its external data files. Errors name the file.
+Result<Model> load_model(const std::string& path, uint64_t max_file_bytes = io::kDefaultMaxFileBytes);
+// Converts serialized ModelProto bytes; `name` is used in messages.
+Result<Model> load_model_from_bytes(const void* data, size_t size, const std::string& name, const DataFolder& data_folder);
+Result<Model> convert_model(const onnx::ModelProto& proto, const std::string& name, const DataFolder& data_folder);
+// A TensorProto → host Tensor (external data read from `data_folder`).
+Result<Tensor> tensor_from_proto(const onnx::TensorProto& t, const DataFolder& data_folder);
 // Reads a file holding a serialized TensorProto, SequenceProto or OptionalProto (the ONNX
 // test-data .pb files) as a Value. `hint` picks the message type: 't', 's' or 'o'.
-Result<Value> load_value_pb(const std::string& path, char hint);
+Result<Value> load_value_pb(const std::string& path, char hint, uint64_t max_file_bytes = io::kDefaultMaxFileBytes);
 
 }  // namespace bulkhead::ir

@@ -9,7 +9,7 @@ namespace {
 
 // Every SessionOptions field must reach the worker: when this fails, a field was added
 // or changed — forward it in put_options/get_options below, then update the size.
-static_assert(sizeof(SessionOptions) == 144,
+static_assert(sizeof(SessionOptions) == 152,
               "SessionOptions changed: forward the new field to the worker in src/isolate/protocol.cc");
 
 Status malformed(const char* what) { return internal_error(std::string("malformed ") + what + " message from the peer"); }
@@ -23,6 +23,7 @@ void put_options(Writer& w, const SessionOptions& o) {
   w.i32(o.worker_timeout_ms);
   w.str(o.worker_binary);
   w.str(o.submit_policy);
+  w.u64(o.max_file_bytes);
 }
 
 SessionOptions get_options(Reader& r) {
@@ -35,6 +36,7 @@ SessionOptions get_options(Reader& r) {
   o.worker_timeout_ms = r.i32();
   o.worker_binary = r.str();
   o.submit_policy = r.str();
+  o.max_file_bytes = r.u64();
   return o;
 }
 

@@ -128,14 +128,14 @@ Result<NamedValues> unpack_values(const std::string& descriptors, const std::sha
       const bool is_string = dtype == DataType::kString;
       const uint64_t elem = is_string ? 8 : dtype_size(dtype);
       if (elem == 0) return bad(what, name, "unknown element type " + std::to_string(static_cast<int>(dtype)));
-      uint64_t numel = 1;
-      for (int64_t d : shape) {
+      for (int64_t d : shape)
         if (d < 0) return bad(what, name, "negative dimension");
-        if (d && numel > std::numeric_limits<uint64_t>::max() / 2 / elem / static_cast<uint64_t>(d))
-          return bad(what, name, "shape too large");
-        numel *= static_cast<uint64_t>(d);
-      }
-      if (is_string ? n < numel * 8 : n != numel * elem) return bad(what, name, "size does not match its shape");
+      // A string is at least its 8-byte length: the same minimum as an int64 element.
+      int64_t numel = 0;
+      size_t want = 0;
+      if (!checked_numel(shape, &numel) || !checked_nbytes(is_string ? DataType::kInt64 : dtype, shape, &want))
+        return bad(what, name, "shape too large");
+      if (is_string ? n < want : n != want) return bad(what, name, "size does not match its shape");
       if (n && (off % kAlign || off > region_bytes || n > region_bytes - off))
         return bad(what, name, "bytes lie outside the shared region");
       Tensor t;
@@ -143,7 +143,7 @@ Result<NamedValues> unpack_values(const std::string& descriptors, const std::sha
         t = Tensor::host(dtype, shape);
         const char* p = static_cast<const char*>(region ? region->data() : nullptr) + (n ? off : 0);
         uint64_t left = n;
-        for (uint64_t e = 0; e < numel; ++e) {
+        for (int64_t e = 0; e < numel; ++e) {
           uint64_t len;
           if (left < 8) return bad(what, name, "truncated string");
           std::memcpy(&len, p, 8);

@@ -26,6 +26,8 @@ CachingHostAllocator::~CachingHostAllocator() {
 
 Result<void*> CachingHostAllocator::take(size_t size, size_t alignment, size_t* cls_out) {
   if (alignment > kAlign) return invalid_argument(name_ + ": alignment above 64 bytes is not supported");
+  if (size > (size_t{1} << 62))  // size_class() must not wrap
+    return Status(StatusCode::kResourceExhausted, name_ + ": allocation of " + std::to_string(size) + " bytes refused: more than any machine has");
   size_t cls = size_class(size);
   void* p = nullptr;
   {

@@ -42,6 +42,9 @@ std::shared_ptr<HostAllocator::Counters> HostAllocator::make_counters() { return
 
 Result<std::shared_ptr<Buffer>> HostAllocator::allocate(size_t size, size_t alignment) {
   if (alignment < alignof(std::max_align_t)) alignment = alignof(std::max_align_t);
+  // Rounding up, and the huge-page mapping's extra page, must not wrap.
+  if (size > (size_t{1} << 62))
+    return Status(StatusCode::kResourceExhausted, "host allocation of " + std::to_string(size) + " bytes refused: more than any machine has");
   size_t rounded = (std::max<size_t>(size, 1) + alignment - 1) / alignment * alignment;
   const bool mapped = host_pages_serve(rounded, alignment);
   void* p = mapped ? host_pages_alloc(rounded) : std::aligned_alloc(alignment, rounded);

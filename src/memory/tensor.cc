@@ -2,20 +2,22 @@
 
 #include <cstring>
 
+#include "common/sizes.h"
+
 namespace bulkhead {
 
 Result<Tensor> Tensor::allocate(Allocator& allocator, DataType dtype, Shape shape) {
-  for (int64_t d : shape)
-    if (d < 0) return invalid_argument("negative dimension in shape " + shape_to_string(shape));
   if (dtype == DataType::kString) {
+    BH_ASSIGN_OR_RETURN(int64_t n, tensor_numel(dtype, shape));
+    if (n > (int64_t{1} << 40)) return Status(StatusCode::kResourceExhausted, "a string tensor of " + std::to_string(n) + " elements is refused");
     Tensor t;
     t.dtype_ = dtype;
-    t.strings_ = std::make_shared<std::vector<std::string>>(static_cast<size_t>(shape_numel(shape)));
+    t.strings_ = std::make_shared<std::vector<std::string>>(static_cast<size_t>(n));
     t.shape_ = std::move(shape);
     return t;
   }
   if (dtype_size(dtype) == 0) return unsupported("cannot allocate a tensor of type " + dtype_name(dtype));
-  size_t bytes = static_cast<size_t>(shape_numel(shape)) * dtype_size(dtype);
+  BH_ASSIGN_OR_RETURN(size_t bytes, tensor_nbytes(dtype, shape));
   BH_ASSIGN_OR_RETURN(auto buf, allocator.allocate(bytes));
   return Tensor(dtype, std::move(shape), std::move(buf), 0);
 }
@@ -28,11 +30,12 @@ Tensor Tensor::host(DataType dtype, Shape shape) {
 }
 
 Result<Tensor> Tensor::host_copy(DataType dtype, Shape shape, const void* bytes, size_t nbytes) {
-  size_t want = static_cast<size_t>(shape_numel(shape)) * dtype_size(dtype);
+  BH_ASSIGN_OR_RETURN(size_t want, tensor_nbytes(dtype, shape));
   if (want != nbytes)
     return invalid_argument("expected " + std::to_string(want) + " bytes for " + dtype_name(dtype) +
                             shape_to_string(shape) + ", got " + std::to_string(nbytes));
-  Tensor t = host(dtype, std::move(shape));
+  auto alloc = HostAllocator::create("user");
+  BH_ASSIGN_OR_RETURN(Tensor t, allocate(*alloc, dtype, std::move(shape)));
   if (nbytes) std::memcpy(t.raw(), bytes, nbytes);
   return t;
 }

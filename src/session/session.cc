@@ -1,6 +1,7 @@
 #include <thread>
 #include <unordered_set>
 
+#include "common/parse.h"
 #include "exec/executor.h"
 #include "exec/layout.h"
 #include "exec/optimize.h"
@@ -66,8 +67,6 @@ int default_threads() {
 }
 
 Result<Session> build_session(const std::shared_ptr<EnvImpl>& env, ir::Model model, const SessionOptions& options) {
-  if (options.threads < 0) return invalid_argument("threads must be >= 0, got " + std::to_string(options.threads));
-  if (options.devices.empty()) return invalid_argument("no devices given");
   auto impl = std::make_shared<SessionImpl>();
   impl->env = env;
   impl->options = options;
@@ -109,20 +108,29 @@ Result<Session> build_session(const std::shared_ptr<EnvImpl>& env, ir::Model mod
   return SessionAccess::make(std::move(impl));
 }
 
-Status check_isolation(const SessionOptions& o) {
+// Every option a session is built with, checked once: from parse(), or set in code.
+Status check_options(const SessionOptions& o) {
+  if (o.threads < 0 || o.threads > SessionOptions::kMaxThreads)
+    return invalid_argument("bad value " + std::to_string(o.threads) + " for session option 'threads': expected 0.." +
+                            std::to_string(SessionOptions::kMaxThreads) + " (0 = every core)");
+  if (o.devices.empty()) return invalid_argument("session option 'devices' is empty");
+  for (const auto& d : o.devices)
+    if (d.empty()) return invalid_argument("session option 'devices' has an empty entry");
+  if (o.optimization_level < 0 || o.optimization_level > 2)
+    return invalid_argument("bad value " + std::to_string(o.optimization_level) +
+                            " for session option 'optimization_level': expected 0, 1 or 2");
   if (o.isolation != "in-process" && o.isolation != "process")
     return invalid_argument("bad value '" + o.isolation + "' for session option 'isolation': expected in-process or process");
   if (o.worker_timeout_ms <= 0)
     return invalid_argument("bad value " + std::to_string(o.worker_timeout_ms) +
                             " for session option 'worker_timeout_ms': expected a positive number of milliseconds");
+  if (o.max_file_bytes == 0) return invalid_argument("session option 'max_file_bytes' is 0");
   return Status::ok();
 }
 
 // isolation "process": a session whose model lives in a worker (isolate/remote_session.h).
 Result<Session> build_remote_session(const std::shared_ptr<EnvImpl>& env, const isolate::ModelSource& source,
                                      const SessionOptions& options) {
-  if (options.threads < 0) return invalid_argument("threads must be >= 0, got " + std::to_string(options.threads));
-  if (options.devices.empty()) return invalid_argument("no devices given");
   BH_ASSIGN_OR_RETURN(auto remote, isolate::RemoteSession::create(source, options));
   auto impl = std::make_shared<SessionImpl>();
   impl->env = env;
@@ -174,19 +182,16 @@ Result<SessionOptions> SessionOptions::parse(const std::string& spec) {
       while (p <= v.size()) {
         size_t c = v.find(',', p);
         if (c == std::string::npos) c = v.size();
-        if (c > p) o.devices.push_back(v.substr(p, c - p));
+        if (c == p) return invalid_argument("session option 'devices' has an empty entry in '" + v + "'");
+        o.devices.push_back(v.substr(p, c - p));
         p = c + 1;
       }
-      if (o.devices.empty()) return invalid_argument("session option 'devices' is empty");
     } else if (k == "threads") {
-      try {
-        size_t used = 0;
-        int n = std::stoi(v, &used);
-        if (used != v.size() || n < 0 || n > 1024) throw std::invalid_argument(v);
-        o.threads = n;
-      } catch (...) {
-        return invalid_argument("bad value '" + v + "' for session option 'threads': expected an integer 0..1024");
-      }
+      int64_t n = 0;
+      if (!parse_int_in(v, 0, SessionOptions::kMaxThreads, &n))
+        return invalid_argument("bad value '" + v + "' for session option 'threads': expected an integer 0.." +
+                                std::to_string(SessionOptions::kMaxThreads) + " (0 = every core)");
+      o.threads = static_cast<int>(n);
     } else if (k == "graph_capture") {
       if (v == "1" || v == "true" || v == "on") o.graph_capture = true;
       else if (v == "0" || v == "false" || v == "off") o.graph_capture = false;
@@ -199,14 +204,15 @@ Result<SessionOptions> SessionOptions::parse(const std::string& spec) {
         return invalid_argument("bad value '" + v + "' for session option 'isolation': expected in-process or process");
       o.isolation = v;
     } else if (k == "worker_timeout_ms") {
-      try {
-        size_t used = 0;
-        int n = std::stoi(v, &used);
-        if (used != v.size() || n <= 0) throw std::invalid_argument(v);
-        o.worker_timeout_ms = n;
-      } catch (...) {
+      int64_t n = 0;
+      if (!parse_int_in(v, 1, INT32_MAX, &n))
         return invalid_argument("bad value '" + v + "' for session option 'worker_timeout_ms': expected a positive integer");
-      }
+      o.worker_timeout_ms = static_cast<int>(n);
+    } else if (k == "max_file_bytes") {
+      uint64_t n = 0;
+      if (!parse_byte_size(v, &n) || n == 0)
+        return invalid_argument("bad value '" + v + "' for session option 'max_file_bytes': expected a size such as 512M or 64G");
+      o.max_file_bytes = n;
     } else if (k == "worker_binary") {
       if (v.empty()) return invalid_argument("session option 'worker_binary' is empty");
       o.worker_binary = v;
@@ -216,23 +222,23 @@ Result<SessionOptions> SessionOptions::parse(const std::string& spec) {
     } else {
       return invalid_argument("unknown session option '" + k +
                               "' (known: devices, threads, graph_capture, optimization_level, isolation, "
-                              "worker_timeout_ms, worker_binary, submit_policy)");
+                              "worker_timeout_ms, worker_binary, submit_policy, max_file_bytes)");
     }
   }
   return o;
 }
 
 Result<Session> Env::load(const std::string& path, const SessionOptions& options) const {
-  BH_RETURN_IF_ERROR(check_isolation(options));
+  BH_RETURN_IF_ERROR(check_options(options));
   if (options.isolation == "process") return build_remote_session(impl_, {path, false, nullptr}, options);
-  BH_ASSIGN_OR_RETURN(auto model, ir::load_model(path));
+  BH_ASSIGN_OR_RETURN(auto model, ir::load_model(path, options.max_file_bytes));
   return build_session(impl_, std::move(model), options);
 }
 
 Result<Session> Env::load_bytes(const std::string& bytes, const std::string& name, const SessionOptions& options) const {
-  BH_RETURN_IF_ERROR(check_isolation(options));
+  BH_RETURN_IF_ERROR(check_options(options));
   if (options.isolation == "process") return build_remote_session(impl_, {name, true, &bytes}, options);
-  BH_ASSIGN_OR_RETURN(auto model, ir::load_model_from_bytes(bytes.data(), bytes.size(), name, ""));
+  BH_ASSIGN_OR_RETURN(auto model, ir::load_model_from_bytes(bytes.data(), bytes.size(), name, ir::DataFolder{}));
   return build_session(impl_, std::move(model), options);
 }
 

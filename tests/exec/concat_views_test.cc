@@ -21,7 +21,7 @@ struct Compiled {
 std::unique_ptr<Compiled> compile_text(const std::string& text) {
   auto c = std::make_unique<Compiled>();
   std::string bytes = model_text_bytes(text);
-  auto m = ir::load_model_from_bytes(bytes.data(), bytes.size(), "concat.onnx", "");
+  auto m = ir::load_model_from_bytes(bytes.data(), bytes.size(), "concat.onnx", ir::DataFolder{});
   EXPECT_TRUE(m.is_ok()) << m.status().to_string();
   if (!m.is_ok()) return nullptr;
   c->model = std::move(m).value();

@@ -55,7 +55,7 @@ Outcome run_text(const std::string& body, const std::string& outputs, const std:
   std::string text = std::string(R"(<ir_version: 8, opset_import: ["" : 17, "test" : 1]>
 g (float[2,3] x) => ()") + outputs + ")" + (inits.empty() ? "" : " <" + inits + ">") + " {\n" + body + "\n}";
   std::string bytes = model_text_bytes(text);
-  auto m = ir::load_model_from_bytes(bytes.data(), bytes.size(), "in_place.onnx", "");
+  auto m = ir::load_model_from_bytes(bytes.data(), bytes.size(), "in_place.onnx", ir::DataFolder{});
   EXPECT_TRUE(m.is_ok()) << m.status().to_string();
   if (!m.is_ok()) return {};
   auto router = std::make_shared<CopyRouter>();

@@ -18,7 +18,7 @@ namespace fs = std::filesystem;
 
 Result<ir::Model> load_text(const std::string& text) {
   std::string bytes = model_text_bytes(text);
-  return ir::load_model_from_bytes(bytes.data(), bytes.size(), "infer.onnx", "");
+  return ir::load_model_from_bytes(bytes.data(), bytes.size(), "infer.onnx", ir::DataFolder{});
 }
 
 // A model of one graph in the default domain at `opset`.
@@ -520,7 +520,7 @@ TEST(Infer, RealModelsAreFullyTyped) {
   for (const Pin& p : {Pin{"ppocrv4_det", {"N", "3", "480", "640"}, "float32[p2o.DynamicDimension.3,1,480,640]"},
                        Pin{"ppocrv4_rec", {"N", "3", "48", "320"}, "float32[p2o.DynamicDimension.2,40,6625]"}}) {
     std::string bytes = with_input_shape(dir + p.name + "/model.onnx", "x", p.dims);
-    auto m = ir::load_model_from_bytes(bytes.data(), bytes.size(), p.name, "");
+    auto m = ir::load_model_from_bytes(bytes.data(), bytes.size(), p.name, ir::DataFolder{});
     ASSERT_TRUE(m.is_ok()) << p.name << ": " << m.status().to_string();
     Counts c;
     count(*m->graph, &c);

@@ -1,5 +1,7 @@
 #include "backends/vulkan/policy.h"
 
+#include "common/parse.h"
+
 #include <cstdlib>
 #include <cstring>
 
@@ -72,14 +74,8 @@ Result<SubmitPolicy> parse_policy(const std::string& text, const std::string& wh
   p.auto_bytes = kDefaultAutoBytes;
   if (!arg.empty()) {
     if (p.policy != Policy::kAuto) return bad();
-    char* end = nullptr;
-    unsigned long long v = std::strtoull(arg.c_str(), &end, 10);
-    if (end == arg.c_str()) return bad();
-    std::string unit = end;
-    if (unit == "K" || unit == "k") v <<= 10;
-    else if (unit == "M" || unit == "m") v <<= 20;
-    else if (unit == "G" || unit == "g") v <<= 30;
-    else if (!unit.empty()) return bad();
+    uint64_t v = 0;
+    if (!parse_byte_size(arg, &v)) return bad();
     if (v == 0) return invalid_argument(what + ": the auto threshold must be > 0");
     p.auto_bytes = v;
   }
