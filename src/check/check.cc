@@ -577,6 +577,13 @@ Result<CheckReport> run_check(const CheckOptions& opt) {
       c.g_ref[v] = c.f_ref[v];
     }
   }
+  // A session of F on the device under test, once before the schedules: a device list
+  // that cannot host the model (an unknown device, an option the device refuses) is one
+  // error line, not the same error in every schedule.
+  {
+    Env env;
+    BH_RETURN_IF_ERROR(open(env, opt.front, c.dev_opts).status());
+  }
   // The device under test, as `bulkhead devices` names it.
   {
     Env env;

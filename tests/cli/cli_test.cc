@@ -2,7 +2,12 @@
 // crash and no output file. Runs the real `bulkhead` binary.
 #include <sys/wait.h>
 
+#include <sys/stat.h>
+
 #include <filesystem>
+#include <thread>
+
+#include "onnx/onnx_pb.h"
 
 #include "io/npy.h"
 #include "support/test_util.h"
@@ -165,6 +170,97 @@ TEST_F(Cli, ProcessIsolationErrors) {
   expect_error("run " + m("add.onnx") + " -i x=" + m("x.npy") + " -i z=" + m("x5.npy") + " --isolation process -o " +
                    m("out"),
                "input 'z': expected shape");
+}
+
+// The report's silently accepted and unclear options: each is one clear line now.
+TEST_F(Cli, HostileOptionsAreOneClearLine) {
+  std::string base = "run " + m("add.onnx") + " -i x=" + m("x.npy") + " -i z=" + m("x.npy");
+  expect_error(base + " --threads 100000", "--threads must be 0..1024");
+  expect_error(base + " --warmup -3", "--warmup must be >= 0, got -3");
+  expect_error(base + " -o ''", "--output-dir is empty");
+  expect_error(base + " --device cpu,,", "has an empty entry in 'cpu,,'");
+  expect_error(base + " --device vulkan,cpu --submit-policy auto:-5K -o " + m("out"), "auto:-5K");
+  expect_error(base + " --max-file-size 10 -o " + m("out"), "more than the limit of 10 B");
+  expect_error(base + " --max-file-size -5 -o " + m("out"), "bad --max-file-size '-5'");
+  expect_error("frobnicate " + m("add.onnx"), "unknown command 'frobnicate'");
+  expect_error("run /dev/zero -o " + m("out"), "'/dev/zero' is a character device, not a regular file");
+  expect_error("run " + dir_.path() + " -o " + m("out"), "is a directory, not a regular file");
+  expect_error(base.substr(0, base.find(" -i z=")) + " -i z=/dev/zero -o " + m("out"), "'/dev/zero' is a character device");
+  ASSERT_EQ(::mkfifo(m("fifo.npy").c_str(), 0600), 0);
+  expect_error(base.substr(0, base.find(" -i z=")) + " -i z=" + m("fifo.npy") + " -o " + m("out"), "is a FIFO");  // no hang
+  // More threads than cores: the line says what a run gets.
+  Outcome o = bulkhead(base + " --threads 64", dir_);
+  ASSERT_EQ(o.code, 0) << o.err;
+  int cores = static_cast<int>(std::thread::hardware_concurrency());
+  if (cores < 64) {
+    EXPECT_NE(o.out.find("64 asked for, " + std::to_string(cores) + " cores"), std::string::npos) << o.out;
+  }
+}
+
+// A model with two outputs, named as given (raw bytes allowed: names come from files).
+std::string two_output_model(const std::string& a, const std::string& b, bool second_is_string) {
+  onnx::ModelProto mp;
+  mp.set_ir_version(8);
+  mp.add_opset_import()->set_version(17);
+  auto* g = mp.mutable_graph();
+  g->set_name("two");
+  auto value = [](onnx::ValueInfoProto* v, const std::string& name, int type, int n) {
+    v->set_name(name);
+    auto* t = v->mutable_type()->mutable_tensor_type();
+    t->set_elem_type(type);
+    t->mutable_shape()->add_dim()->set_dim_value(1);
+    t->mutable_shape()->add_dim()->set_dim_value(n);
+  };
+  value(g->add_input(), "x", onnx::TensorProto::FLOAT, 1024);
+  value(g->add_output(), a, onnx::TensorProto::FLOAT, 1024);
+  value(g->add_output(), b, second_is_string ? onnx::TensorProto::STRING : onnx::TensorProto::FLOAT, 1024);
+  auto* n1 = g->add_node();
+  n1->set_op_type("Relu");
+  n1->add_input("x");
+  n1->add_output(a);
+  auto* n2 = g->add_node();
+  n2->set_op_type(second_is_string ? "Cast" : "Neg");
+  n2->add_input("x");
+  n2->add_output(b);
+  if (second_is_string) {
+    auto* to = n2->add_attribute();
+    to->set_name("to");
+    to->set_type(onnx::AttributeProto::INT);
+    to->set_i(onnx::TensorProto::STRING);
+  }
+  std::string bytes;
+  mp.SerializeToString(&bytes);
+  return bytes;
+}
+
+// Outputs are all or nothing: a failure anywhere leaves none of them, no temporary, and
+// names that would share a file are an error rather than an overwrite.
+TEST_F(Cli, OutputsAreAllOrNothing) {
+  ASSERT_TRUE(io::write_npy(m("x1024.npy"), Tensor::host(DataType::kFloat32, {1, 1024})).is_ok());
+  const std::string in = " -i x=" + m("x1024.npy") + " -o " + m("out");
+  dir_.write("collide.onnx", two_output_model("a/b", "a_b", false));
+  expect_error("run " + m("collide.onnx") + in, "outputs 'a/b' and 'a_b' would both be written to 'a_b.npy'");
+  dir_.write("string.onnx", two_output_model("y", "s", true));
+  expect_error("run " + m("string.onnx") + in, "output 's': cannot write string tensors as .npy");
+  // Control bytes in a name reach the terminal escaped.
+  dir_.write("esc.onnx", two_output_model("a\x1b[2J", "a_[2J", false));
+  Outcome esc = bulkhead("run " + m("esc.onnx") + in, dir_);
+  EXPECT_NE(esc.code, 0);
+  EXPECT_EQ(esc.err.find('\x1b'), std::string::npos) << esc.err;
+  EXPECT_NE(esc.err.find("a\\x1B[2J"), std::string::npos) << esc.err;
+  EXPECT_TRUE(std::filesystem::is_empty(m("out")));
+  // Killed by the file size limit in the middle of writing: an error, and nothing left.
+  dir_.write("two.onnx", two_output_model("first", "second", false));
+  std::string cmd = "ulimit -f 2; " + std::string(BULKHEAD_BINARY) + " run " + m("two.onnx") + in + " >/dev/null 2>" + m("err");
+  int st = std::system(("bash -c '" + cmd + "'").c_str());
+  EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 1) << "status " << st;
+  EXPECT_NE(slurp(m("err")).find("File too large"), std::string::npos) << slurp(m("err"));
+  EXPECT_TRUE(std::filesystem::is_empty(m("out"))) << "a temporary or a first output stayed";
+  // And when all is well, both appear.
+  Outcome ok = bulkhead("run " + m("two.onnx") + in, dir_);
+  ASSERT_EQ(ok.code, 0) << ok.err;
+  EXPECT_TRUE(std::filesystem::exists(m("out/first.npy")));
+  EXPECT_TRUE(std::filesystem::exists(m("out/second.npy")));
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 #include <sys/stat.h>
 
 #include <fstream>
+#include <functional>
 #include <thread>
 
 #include "ir/onnx_import.h"
@@ -180,6 +181,33 @@ TEST(Import, ExternalDataMayNotEscapeTheModelFolder) {
   auto s = env.load(dir.file("model.onnx"));
   ASSERT_FALSE(s.is_ok());
   EXPECT_EQ(s.status().code(), StatusCode::kInvalidModel);
+
+  // Symlinks are resolved before the check (the report: link.bin -> /etc/passwd was read);
+  // FIFOs and folders inside the model's folder are refused without blocking; an offset
+  // past the end is named as such.
+  std::filesystem::create_symlink("/etc/passwd", dir.file("link.bin"));
+  ASSERT_EQ(::mkfifo(dir.file("fifo.bin").c_str(), 0600), 0);
+  std::filesystem::create_directory(dir.file("folder.bin"));
+  dir.write("short.bin", std::string(64, '\0'));
+  struct Case {
+    std::string location, offset, expect;
+  };
+  for (const Case& c : {Case{"link.bin", "0", "resolves to '/etc/passwd', outside the model's folder"},
+                        Case{"/etc/passwd", "0", "is an absolute path"},
+                        Case{"fifo.bin", "0", "is a FIFO, not a regular file"},
+                        Case{"folder.bin", "0", "is a directory, not a regular file"},
+                        Case{"short.bin", "1000", "offset 1000 is past the end of 'short.bin' (64 bytes)"}}) {
+    auto* w = m.mutable_graph()->mutable_initializer(0);
+    w->mutable_external_data(0)->set_value(c.location);
+    w->mutable_external_data(1)->set_value(c.offset);
+    w->mutable_external_data(2)->set_value("32");
+    m.SerializeToString(&bytes);
+    dir.write("model.onnx", bytes);
+    auto r = env.load(dir.file("model.onnx"));
+    ASSERT_FALSE(r.is_ok()) << c.location;
+    EXPECT_NE(r.status().message().find(c.expect), std::string::npos) << c.location << ": " << r.status().message();
+    EXPECT_EQ(r.status().message().find("has -"), std::string::npos) << "a negative byte count: " << r.status().message();
+  }
 }
 
 TEST(Import, SubgraphReadsOuterScopeValues) {
@@ -283,6 +311,48 @@ TEST(Import, IrVersions3To13AndOpsets7To28Load) {
       EXPECT_EQ(y[1], 7.f);
       EXPECT_EQ(y[2], 3.f);
     }
+  }
+}
+
+// A model outside what bulkhead implements, or one that breaks the ONNX graph rules, is
+// an invalid-model error naming the version or the value — never a silent acceptance.
+TEST(Import, VersionsOutsideTheSupportedRangeAndBrokenGraphsAreInvalidModels) {
+  struct Case {
+    const char* what;
+    std::function<void(onnx::ModelProto&)> mutate;
+    const char* expect;
+  };
+  const Case cases[] = {
+      {"IR 99", [](onnx::ModelProto& m) { m.set_ir_version(99); }, "IR version 99 is not supported (bulkhead reads IR 3 to 13)"},
+      {"IR 2", [](onnx::ModelProto& m) { m.set_ir_version(2); }, "IR version 2 is not supported"},
+      {"opset 99", [](onnx::ModelProto& m) { m.mutable_opset_import(0)->set_version(99); },
+       "opset 99 of domain 'ai.onnx' is not supported (bulkhead implements versions 1 to 28)"},
+      {"opset 0", [](onnx::ModelProto& m) { m.mutable_opset_import(0)->set_version(0); }, "opset 0 of domain 'ai.onnx' is not supported"},
+      {"no opset", [](onnx::ModelProto& m) { m.clear_opset_import(); }, "imports no opset"},
+      {"opset imported twice", [](onnx::ModelProto& m) { m.add_opset_import()->set_version(17); }, "imported twice"},
+      {"value produced twice",
+       [](onnx::ModelProto& m) { m.mutable_graph()->mutable_node(1)->set_output(0, "r"); },
+       "value 'r' is produced twice"},
+      {"node output over a graph input",
+       [](onnx::ModelProto& m) { m.mutable_graph()->mutable_node(0)->set_output(0, "x"); }, "output 'x' is also a graph input"},
+      {"duplicate graph output", [](onnx::ModelProto& m) { *m.mutable_graph()->add_output() = m.graph().output(0); },
+       "graph output 'y' is listed twice"},
+      {"input declared twice", [](onnx::ModelProto& m) { *m.mutable_graph()->add_input() = m.graph().input(0); },
+       "graph input 'x' is declared twice"},
+      {"initializer twice", [](onnx::ModelProto& m) { *m.mutable_graph()->add_initializer() = m.graph().initializer(0); },
+       "initializer 'b' is given twice"},
+  };
+  for (const Case& c : cases) {
+    onnx::ModelProto m;
+    ASSERT_TRUE(m.ParseFromString(relu_add_model(8, 17)));
+    c.mutate(m);
+    std::string bytes;
+    m.SerializeToString(&bytes);
+    auto r = ir::load_model_from_bytes(bytes.data(), bytes.size(), "bad.onnx", ir::DataFolder{});
+    ASSERT_FALSE(r.is_ok()) << c.what;
+    EXPECT_EQ(r.status().code(), StatusCode::kInvalidModel) << c.what;
+    EXPECT_NE(r.status().message().find(c.expect), std::string::npos) << c.what << ": " << r.status().message();
+    EXPECT_NE(r.status().message().find("'bad.onnx'"), std::string::npos) << c.what << ": " << r.status().message();
   }
 }
 
