@@ -5,6 +5,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/json_safe.h"
+
 #include "bulkhead/bulkhead.hpp"
 #include "cli.h"
 #include "conformance/conformance.h"
@@ -117,7 +119,7 @@ int conformance_cmd(ConfArgs& a) {
       j["cases"].push_back({{"case", r.c.folder + "/" + r.c.name}, {"op", r.c.op}, {"tier", r.c.tier}, {"form", r.c.form},
                             {"dtypes", r.c.dtypes}, {"outcome", conformance::outcome_name(r.outcome)},
                             {"loose", r.loose}, {"message", r.message}, {"seconds", r.seconds}});
-    Status s = io::write_file_atomic(a.json, j.dump(1) + "\n");
+    Status s = io::write_file_atomic(a.json, utf8_safe(j).dump(1) + "\n");
     if (!s.is_ok()) return fail(cmd, s);
   }
   if (!a.write_expect.empty()) {

@@ -2,16 +2,23 @@
 
 #include <sys/stat.h>
 #include <sys/utsname.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstring>
+#include <filesystem>
+#include <set>
 #include <fstream>
 #include <sstream>
 #include <thread>
 
 #include "check/sha256.h"
+#include "common/json_safe.h"
+#include "common/text.h"
+#include "io/file.h"
+#include "onnx/onnx_pb.h"
 #include "io/npy.h"
 
 namespace bulkhead::check {
@@ -22,18 +29,25 @@ using nlohmann::json;
 // NaN/Inf are not JSON numbers.
 json num(double v) { return std::isfinite(v) ? json(v) : json(std::isnan(v) ? "nan" : v > 0 ? "inf" : "-inf"); }
 
-std::string esc(const std::string& s) {
-  std::string r;
-  for (char c : s) {
-    switch (c) {
-      case '<': r += "&lt;"; break;
-      case '>': r += "&gt;"; break;
-      case '&': r += "&amp;"; break;
-      case '"': r += "&quot;"; break;
-      default: r += c;
+std::string esc(const std::string& s) { return html_escape(s); }
+
+// The external data files a model refers to, by location relative to its folder: in
+// every initializer and tensor attribute, subgraphs included.
+void external_locations(const onnx::GraphProto& g, std::set<std::string>& out);
+void external_locations(const onnx::TensorProto& t, std::set<std::string>& out) {
+  if (t.data_location() != onnx::TensorProto::EXTERNAL) return;
+  for (const auto& kv : t.external_data())
+    if (kv.key() == "location") out.insert(kv.value());
+}
+void external_locations(const onnx::GraphProto& g, std::set<std::string>& out) {
+  for (const auto& t : g.initializer()) external_locations(t, out);
+  for (const auto& n : g.node())
+    for (const auto& a : n.attribute()) {
+      if (a.has_t()) external_locations(a.t(), out);
+      for (const auto& t : a.tensors()) external_locations(t, out);
+      if (a.has_g()) external_locations(a.g(), out);
+      for (const auto& sg : a.graphs()) external_locations(sg, out);
     }
-  }
-  return r;
 }
 
 std::string fmt(double v, const char* f = "%.3g") {
@@ -140,7 +154,6 @@ std::string chart_svg(const ScheduleResult& s) {
 
 Status write_text(const std::string& path, const std::string& text) { return io::write_file_atomic(path, text); }
 
-std::string model_file(char role) { return role == 'F' ? "F.onnx" : "G.onnx"; }
 
 }  // namespace
 
@@ -248,16 +261,31 @@ Status write_bundle(const CheckReport& r, const std::string& dir) {
   // Models: copied in, hashed.
   auto put_model = [&](const ModelSource& m, char role) -> Status {
     std::string bytes = m.bytes;
+    const std::string folder = std::string("models/") + role;
+    BH_RETURN_IF_ERROR(make_dirs(dir + "/" + folder));
+    json files = json::array();
     if (!m.path.empty()) {
-      std::ifstream f(m.path, std::ios::binary);
-      if (!f) return not_found("cannot read '" + m.path + "' for the bundle");
-      std::stringstream ss;
-      ss << f.rdbuf();
-      bytes = ss.str();
+      BH_ASSIGN_OR_RETURN(bytes, io::read_regular_file(m.path, io::kDefaultMaxFileBytes, "model"));
+      // Its external data goes beside it, as in its own folder (read with the importer's
+      // rules: regular files inside the model's folder only).
+      onnx::ModelProto proto;
+      std::set<std::string> locations;
+      if (bytes.size() <= static_cast<size_t>(INT32_MAX) && proto.ParseFromString(bytes) && proto.has_graph())
+        external_locations(proto.graph(), locations);
+      const std::string model_dir = m.path.find('/') == std::string::npos ? "." : m.path.substr(0, m.path.find_last_of('/'));
+      for (const auto& loc : locations) {
+        BH_ASSIGN_OR_RETURN(io::RegularFile f, io::RegularFile::open_inside(model_dir, loc, io::kDefaultMaxFileBytes, "external data file"));
+        BH_ASSIGN_OR_RETURN(std::string data, f.read_all());
+        const std::string rel = folder + "/" + loc;
+        if (auto slash = rel.find_last_of('/'); slash != std::string::npos) BH_RETURN_IF_ERROR(make_dirs(dir + "/" + rel.substr(0, slash)));
+        BH_RETURN_IF_ERROR(write_text(dir + "/" + rel, data));
+        files.push_back({{"file", rel}, {"sha256", sha256_hex(data.data(), data.size())}, {"bytes", data.size()}});
+      }
     }
-    BH_RETURN_IF_ERROR(write_text(dir + "/models/" + model_file(role), bytes));
-    manifest["models"][std::string(1, role)] = {{"source", m.name}, {"file", "models/" + model_file(role)},
-                                                {"sha256", sha256_hex(bytes.data(), bytes.size())}, {"bytes", bytes.size()}};
+    BH_RETURN_IF_ERROR(write_text(dir + "/" + folder + "/model.onnx", bytes));
+    manifest["models"][std::string(1, role)] = {{"source", m.name}, {"file", folder + "/model.onnx"},
+                                                {"sha256", sha256_hex(bytes.data(), bytes.size())}, {"bytes", bytes.size()},
+                                                {"external_data", files}};
     return Status::ok();
   };
   BH_RETURN_IF_ERROR(put_model(r.options.front, 'F'));
@@ -285,24 +313,37 @@ Status write_bundle(const CheckReport& r, const std::string& dir) {
   manifest["first_bad_step"] = r.first_bad_step();
 
   // The command that re-runs this check from the bundle.
+  // Every word that came from a user or a model is quoted for the shell (shell_quote:
+  // single quotes hold any byte but NUL); the rest is bulkhead's own text.
   std::string cmd = "\"${BULKHEAD:-bulkhead}\" check ";
-  cmd += r.options.back ? "--pipeline models/F.onnx models/G.onnx" : "models/F.onnx";
+  cmd += r.options.back ? "--pipeline models/F/model.onnx models/G/model.onnx" : "models/F/model.onnx";
   std::string devs;
   for (auto& d : r.options.devices) devs += (devs.empty() ? "" : ",") + d;
-  cmd += " --device " + devs + " --threads " + std::to_string(r.options.threads) + " --seed " + std::to_string(r.options.seed) +
+  cmd += " --device " + shell_quote(devs) + " --threads " + std::to_string(r.options.threads) + " --seed " + std::to_string(r.options.seed) +
          " --iterations " + std::to_string(r.options.thread_iterations);
   if (r.options.rtol > 0) cmd += " --rtol " + fmt(r.options.rtol, "%.17g");
   if (!r.options.schedules.empty()) {
     std::string sc;
     for (auto& x : r.options.schedules) sc += (sc.empty() ? "" : ",") + x;
-    cmd += " --schedules " + sc;
+    cmd += " --schedules " + shell_quote(sc);
   }
-  for (auto& [n, t] : r.inputs[0]) cmd += " --input '" + n + "=inputs/A/" + file_name(n) + ".npy'";
+  // Inputs: a name the command line cannot carry (a NUL byte, or '=' which ends the name)
+  // is left to the seed, which regenerates generated inputs exactly.
+  std::string not_passed;
+  for (auto& [n, t] : r.inputs[0]) {
+    if (n.find('\0') != std::string::npos || n.find('=') != std::string::npos) {
+      not_passed += (not_passed.empty() ? "" : ", ") + printable(n);
+      continue;
+    }
+    cmd += " --input " + shell_quote(n + "=inputs/A/" + file_name(n) + ".npy");
+  }
   cmd += " --report rerun-report";
   manifest["command"] = cmd;
-  BH_RETURN_IF_ERROR(write_text(dir + "/manifest.json", manifest.dump(2) + "\n"));
+  BH_RETURN_IF_ERROR(write_text(dir + "/manifest.json", utf8_safe(manifest).dump(2) + "\n"));
+  std::string note = not_passed.empty() ? "" : "# Inputs not passed (their names cannot be written on a command line; --seed regenerates them if they were generated): " + not_passed + "\n";
   BH_RETURN_IF_ERROR(write_text(dir + "/rerun.sh", "#!/bin/sh\n# Re-runs this check from the bundle; set BULKHEAD to the bulkhead binary if it is not on PATH.\n"
-                                                   "# Exit 0 = clean, 2 = contamination found, 1 = error.\ncd \"$(dirname \"$0\")\" && exec " + cmd + "\n"));
+                                                   "# Exit 0 = clean, 2 = contamination found, 1 = error.\n" + note +
+                                                   "cd \"$(dirname \"$0\")\" && exec " + cmd + "\n"));
   ::chmod((dir + "/rerun.sh").c_str(), 0755);
 
   std::ostringstream e;
@@ -330,10 +371,53 @@ Status write_bundle(const CheckReport& r, const std::string& dir) {
 }
 
 Status write_report(const CheckReport& r, const std::string& dir) {
-  BH_RETURN_IF_ERROR(make_dirs(dir));
-  BH_RETURN_IF_ERROR(write_bundle(r, dir + "/bundle"));
-  BH_RETURN_IF_ERROR(write_text(dir + "/report.json", report_json(r).dump(2) + "\n"));
-  return write_text(dir + "/report.html", report_html(r));
+  namespace fs = std::filesystem;
+  if (dir.empty()) return invalid_argument("the report folder is empty");
+  // Written in full beside its final place, then renamed: a failure leaves no half-written
+  // report, and an earlier report in the same folder stays until the new one is whole.
+  std::string base = dir;
+  while (base.size() > 1 && base.back() == '/') base.pop_back();
+  const std::string tmp = base + ".tmp." + std::to_string(::getpid());
+  std::error_code ec;
+  fs::remove_all(tmp, ec);
+  auto write_all = [&]() -> Status {
+    BH_RETURN_IF_ERROR(make_dirs(tmp));
+    BH_RETURN_IF_ERROR(write_bundle(r, tmp + "/bundle"));
+    BH_RETURN_IF_ERROR(write_text(tmp + "/report.json", utf8_safe(report_json(r)).dump(2) + "\n"));
+    return write_text(tmp + "/report.html", report_html(r));
+  };
+  Status s = write_all();
+  if (!s.is_ok()) {
+    fs::remove_all(tmp, ec);
+    return s;
+  }
+  const std::string old = base + ".old." + std::to_string(::getpid());
+  bool had_old = fs::exists(fs::symlink_status(base, ec));
+  // Only an earlier report (or an empty folder) is replaced; any other folder is the user's.
+  if (had_old) {
+    bool replaceable = fs::is_directory(fs::symlink_status(base, ec));
+    for (const auto& e : fs::directory_iterator(base, ec)) {
+      const std::string n = e.path().filename().string();
+      replaceable &= n == "report.json" || n == "report.html" || n == "bundle";
+    }
+    if (!replaceable || ec) {
+      fs::remove_all(tmp, ec);
+      return invalid_argument("'" + base + "' exists and is not an earlier bulkhead check report; choose another --report folder");
+    }
+  }
+  if (had_old && ::rename(base.c_str(), old.c_str()) != 0) {
+    int e = errno;
+    fs::remove_all(tmp, ec);
+    return invalid_argument("cannot replace the report folder '" + base + "': " + std::strerror(e));
+  }
+  if (::rename(tmp.c_str(), base.c_str()) != 0) {
+    int e = errno;
+    if (had_old) (void)::rename(old.c_str(), base.c_str());
+    fs::remove_all(tmp, ec);
+    return invalid_argument("cannot write the report folder '" + base + "': " + std::strerror(e));
+  }
+  if (had_old) fs::remove_all(old, ec);
+  return Status::ok();
 }
 
 }  // namespace bulkhead::check

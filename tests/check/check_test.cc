@@ -12,6 +12,7 @@
 #include "check/report.h"
 #include "check/sha256.h"
 #include "check/split.h"
+#include "onnx/onnx_pb.h"
 #include "support/test_util.h"
 
 namespace bulkhead::test {
@@ -205,11 +206,125 @@ TEST_F(Pipeline, BadOptionsAreErrors) {
   ASSERT_FALSE(r.is_ok());
   EXPECT_NE(r.status().message().find("unknown input 'nope'"), std::string::npos);
 
+  // A device list that cannot host the model is one error before any schedule runs.
   o = options("nosuchdevice", {"front_only"});
   r = check::run_check(o);
-  ASSERT_TRUE(r.is_ok());  // the device is opened per schedule: the schedule reports it
-  EXPECT_EQ(r->exit_code(), 1);
-  EXPECT_NE(r->schedules[0].error.find("nosuchdevice"), std::string::npos) << r->schedules[0].error;
+  ASSERT_FALSE(r.is_ok());
+  EXPECT_NE(r.status().message().find("unknown device 'nosuchdevice'"), std::string::npos) << r.status().message();
+}
+
+// Bad input is never contamination: the report's --dim cases end with exit 1 and one
+// line naming the problem (N = 2^62 ended "contaminated", N = 10^12 with bad_alloc).
+TEST_F(Pipeline, BadDimensionsAreErrorsNotContamination) {
+  dir_.write("sym.onnx", model_text_bytes(R"(<ir_version: 8, opset_import: ["" : 17]>
+g (float[N,4] x) => (float[N,4] y) { y = Relu(x) })"));
+  struct Case {
+    std::string args;
+    int code;
+    std::string expect;
+  };
+  for (const Case& c : {Case{"--dim N=4611686018427387904", 1, "is too large: its size overflows 64 bits"},
+                        Case{"--dim N=1000000000000", 1, "more than the 2.0 GiB bulkhead generates for one input"},
+                        Case{"--dim NOPE=3", 1, "no input of 'sym.onnx' has a dimension named 'NOPE' (its symbolic dimensions are: N)"},
+                        Case{"--dim N=3x", 1, "bad --dim 'N=3x'"},
+                        Case{"--dim N=0", 1, "bad --dim 'N=0'"},
+                        Case{"--dim N=5 --dim N=6", 1, "--dim N given twice"},
+                        Case{"--dim N=5", 0, ""}}) {
+    std::string cmd = "cd " + dir_.path() + " && " + BULKHEAD_BINARY + " check sym.onnx --schedules front_only,same_process --no-report " +
+                      c.args + " >out.txt 2>err.txt";
+    int st = std::system(cmd.c_str());
+    ASSERT_TRUE(WIFEXITED(st)) << c.args;
+    EXPECT_EQ(WEXITSTATUS(st), c.code) << c.args;
+    std::ifstream ef(dir_.file("err.txt"));
+    std::stringstream es;
+    es << ef.rdbuf();
+    std::string e = es.str();
+    if (c.code == 0) {
+      EXPECT_TRUE(e.empty()) << c.args << ": " << e;
+    } else {
+      EXPECT_EQ(std::count(e.begin(), e.end(), '\n'), 1) << c.args << ": " << e;
+      EXPECT_NE(e.find(c.expect), std::string::npos) << c.args << ": " << e;
+    }
+  }
+}
+
+// Names from a hostile model reach the report as data: JSON stays valid UTF-8, HTML is
+// escaped, rerun.sh quotes them (running it executes nothing from the name), and a model's
+// external data goes into the bundle so that the bundle re-runs.
+TEST_F(Pipeline, HostileNamesAndExternalDataInTheReport) {
+  const std::string evil_in = "X'$(touch " + dir_.file("OWNED") + ")'<b>";
+  const std::string bad_utf8 = "y\xff\xfe<script>";
+  onnx::ModelProto mp;
+  mp.set_ir_version(8);
+  mp.add_opset_import()->set_version(17);
+  auto* g = mp.mutable_graph();
+  g->set_name("evil");
+  auto value = [](onnx::ValueInfoProto* v, const std::string& name) {
+    v->set_name(name);
+    auto* t = v->mutable_type()->mutable_tensor_type();
+    t->set_elem_type(onnx::TensorProto::FLOAT);
+    t->mutable_shape()->add_dim()->set_dim_value(4);
+  };
+  value(g->add_input(), evil_in);
+  value(g->add_output(), bad_utf8);
+  auto* w = g->add_initializer();
+  w->set_name("w");
+  w->set_data_type(onnx::TensorProto::FLOAT);
+  w->add_dims(4);
+  w->set_data_location(onnx::TensorProto::EXTERNAL);
+  auto* kv = w->add_external_data();
+  kv->set_key("location");
+  kv->set_value("data/w.bin");
+  auto* n = g->add_node();
+  n->set_op_type("Add");
+  n->add_input(evil_in);
+  n->add_input("w");
+  n->add_output(bad_utf8);
+  std::string bytes;
+  mp.SerializeToString(&bytes);
+  std::filesystem::create_directories(dir_.file("evil/data"));
+  dir_.write("evil/model.onnx", bytes);
+  float wv[4] = {1, 2, 3, 4};
+  dir_.write("evil/data/w.bin", std::string(reinterpret_cast<const char*>(wv), sizeof wv));
+
+  CheckOptions o;
+  o.front = {"model.onnx", dir_.file("evil/model.onnx"), ""};
+  o.schedules = {"front_only", "same_process"};
+  auto r = check::run_check(o);
+  ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+  EXPECT_EQ(r->exit_code(), 0) << r->first_bad_step();
+  const std::string out = dir_.file("report");
+  ASSERT_TRUE(check::write_report(*r, out).is_ok());
+
+  std::ifstream jf(out + "/report.json");
+  auto j = nlohmann::json::parse(jf);  // throws on invalid UTF-8 or a half-written file
+  EXPECT_EQ(j["front"]["outputs"][0], "y\\xFF\\xFE<script>");
+  std::ifstream hf(out + "/report.html");
+  std::stringstream hs;
+  hs << hf.rdbuf();
+  EXPECT_EQ(hs.str().find("<script>"), std::string::npos);
+  EXPECT_NE(hs.str().find("&lt;script&gt;"), std::string::npos);
+
+  const std::string b = out + "/bundle";
+  EXPECT_TRUE(std::filesystem::is_regular_file(b + "/models/F/data/w.bin")) << "external data is bundled";
+  std::string cmd = "cd " + b + " && BULKHEAD=" + BULKHEAD_BINARY + " ./rerun.sh >rerun.out 2>&1";
+  int st = std::system(cmd.c_str());
+  EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << cmd;
+  EXPECT_FALSE(std::filesystem::exists(dir_.file("OWNED"))) << "rerun.sh ran a command from an input name";
+
+  // A folder that is not an earlier report is never replaced, and a failed write leaves
+  // nothing: the user's folder is untouched.
+  std::filesystem::create_directories(dir_.file("mine"));
+  dir_.write("mine/notes.txt", "mine");
+  Status s = check::write_report(*r, dir_.file("mine"));
+  EXPECT_FALSE(s.is_ok());
+  EXPECT_TRUE(std::filesystem::is_regular_file(dir_.file("mine/notes.txt")));
+  EXPECT_FALSE(std::filesystem::exists(dir_.file("mine/report.json")));
+  // An earlier report is replaced whole.
+  ASSERT_TRUE(check::write_report(*r, out).is_ok());
+  int entries = 0;
+  for (auto& e : std::filesystem::directory_iterator(dir_.path())) entries += e.path().filename().string().rfind("report.", 0) == 0;
+  EXPECT_EQ(entries, 0) << "no report.tmp.* or report.old.* folder stays";
 }
 
 // Checks that `html` is well-formed XML-style markup (every tag closed, in order).
@@ -259,14 +374,14 @@ TEST_F(Pipeline, ReportJsonHtmlAndBundle) {
   EXPECT_EQ(charts, 3u);
 
   std::string b = out + "/bundle";
-  for (const char* f : {"manifest.json", "expected.md", "rerun.sh", "models/F.onnx", "models/G.onnx", "inputs/A/image.npy",
+  for (const char* f : {"manifest.json", "expected.md", "rerun.sh", "models/F/model.onnx", "models/G/model.onnx", "inputs/A/image.npy",
                         "inputs/B/image.npy", "outputs/same_process/F3/main.npy", "outputs/pipeline/F1-to-G/probs.npy"})
     EXPECT_TRUE(std::filesystem::is_regular_file(b + "/" + f)) << f;
   std::ifstream mf(b + "/manifest.json");
   auto m = nlohmann::json::parse(mf);
   EXPECT_EQ(m["models"]["F"]["sha256"].get<std::string>().size(), 64u);
   EXPECT_EQ(m["inputs"]["A"]["image"]["sha256"].get<std::string>().size(), 64u);
-  EXPECT_NE(m["command"].get<std::string>().find("check --pipeline models/F.onnx models/G.onnx"), std::string::npos);
+  EXPECT_NE(m["command"].get<std::string>().find("check --pipeline models/F/model.onnx models/G/model.onnx"), std::string::npos);
   EXPECT_FALSE(m["machine"].get<std::string>().empty());
 
   // The bundle re-runs: same verdict from the bundled files.
