@@ -6,6 +6,7 @@
 #include <map>
 #include <set>
 #include <thread>
+#include <tuple>
 
 #include "bulkhead/bulkhead.hpp"
 #include "cli.h"
@@ -29,6 +30,9 @@ struct RunArgs {
   std::string output_dir;
   bool output_dir_given = false;
   std::string max_file_size;
+  std::string max_tensor_size;
+  std::string timeout_ms;
+  std::string max_loop_iterations;
   bool quiet = false;
   bool profile = false;
 };
@@ -90,6 +94,17 @@ int run_cmd(const RunArgs& a) {
     auto o = SessionOptions::parse("max_file_bytes=" + a.max_file_size);
     if (!o.is_ok()) return fail(cmd, "bad --max-file-size '" + a.max_file_size + "': expected a size such as 512M or 64G", 2);
     opts->max_file_bytes = o->max_file_bytes;
+  }
+  // The limits of a run, through the session option parser (one set of checks).
+  for (auto [flag, key, value] : {std::tuple{"--max-tensor-size", "max_tensor_bytes", &a.max_tensor_size},
+                                  std::tuple{"--timeout", "run_timeout_ms", &a.timeout_ms},
+                                  std::tuple{"--max-loop-iterations", "max_loop_iterations", &a.max_loop_iterations}}) {
+    if (value->empty()) continue;
+    auto o = SessionOptions::parse(std::string(key) + "=" + *value);
+    if (!o.is_ok()) return fail(cmd, "bad " + std::string(flag) + " '" + *value + "': " + o.status().message(), 2);
+    opts->max_tensor_bytes = std::max(opts->max_tensor_bytes, o->max_tensor_bytes);
+    opts->run_timeout_ms = std::max(opts->run_timeout_ms, o->run_timeout_ms);
+    opts->max_loop_iterations = std::max(opts->max_loop_iterations, o->max_loop_iterations);
   }
   if (a.optimization_level < 0 || a.optimization_level > 2)
     return fail(cmd, "--optimization-level must be 0, 1 or 2, got " + std::to_string(a.optimization_level), 2);
@@ -234,6 +249,9 @@ void add_run(CLI::App& app) {
   cmd->add_option("-o,--output-dir", a->output_dir, "write each output as NAME.npy here (all or nothing)")
       ->each([a](const std::string&) { a->output_dir_given = true; });
   cmd->add_option("--max-file-size", a->max_file_size, "largest model, external data or input file to read (default 64G)");
+  cmd->add_option("--timeout", a->timeout_ms, "milliseconds a run may take (default: no limit)");
+  cmd->add_option("--max-tensor-size", a->max_tensor_size, "largest tensor a run may create, e.g. 2G (default: no limit)");
+  cmd->add_option("--max-loop-iterations", a->max_loop_iterations, "most iterations of one Loop/Scan node per run (default: no limit)");
   cmd->add_flag("-q,--quiet", a->quiet, "print only the session-creation and latency lines");
   cmd->add_flag("--profile", a->profile, "print time per operator type for one extra run");
   cmd->callback([a]() {

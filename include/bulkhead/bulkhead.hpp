@@ -54,9 +54,21 @@ struct SessionOptions {
   // The largest file bulkhead reads for this session: the model, and each of its
   // external data files (which must be regular files inside the model's folder).
   uint64_t max_file_bytes = uint64_t{64} << 30;
+  // Limits on what one run may do, for models and inputs from sources one does not
+  // trust; 0 = no limit (the default). A run that would pass one fails with an error
+  // naming the node and the limit, and the session stays usable.
+  // The largest tensor a run may create: an output, an intermediate or a kernel's scratch.
+  uint64_t max_tensor_bytes = 0;
+  // The most times one Loop or Scan node may run its body within one run.
+  int64_t max_loop_iterations = 0;
+  // The longest a run may take, in milliseconds (RunOptions::timeout_ms overrides it per
+  // run). Checked before every node and every loop iteration: a node that has started
+  // runs to its end, and a batch of work already submitted to a GPU is waited for, since
+  // its memory cannot be given back while the device may still use it.
+  int64_t run_timeout_ms = 0;
   // Parses "devices=cpu;threads=2;graph_capture=0;optimization_level=1" style option strings (CLI, env vars);
   // also isolation=process, worker_timeout_ms=N, worker_binary=PATH, submit_policy=split,
-  // max_file_bytes=N[K|M|G].
+  // max_file_bytes=N[K|M|G], max_tensor_bytes=N[K|M|G], max_loop_iterations=N, run_timeout_ms=N.
   static Result<SessionOptions> parse(const std::string& spec);
 };
 
@@ -73,6 +85,8 @@ struct RunOptions {
   // When set, receives the time of every node executed in this run (subgraph nodes
   // included). Owned by the caller.
   std::vector<NodeProfile>* profile = nullptr;
+  // This run's time limit in milliseconds: -1 = the session's run_timeout_ms, 0 = none.
+  int64_t timeout_ms = -1;
 };
 
 // A declared graph input or output.

@@ -20,6 +20,8 @@ enum class StatusCode {
   kResourceExhausted,
   kInternal,          // a broken internal invariant
   kUnavailable,       // a worker or device went away
+  kDeadlineExceeded,  // a run took longer than its time limit
+  // (the last code: src/isolate/protocol.cc checks codes against it)
 };
 
 const char* status_code_name(StatusCode code);

@@ -13,6 +13,7 @@ const char* status_code_name(StatusCode code) {
     case StatusCode::kResourceExhausted: return "resource exhausted";
     case StatusCode::kInternal: return "internal error";
     case StatusCode::kUnavailable: return "unavailable";
+    case StatusCode::kDeadlineExceeded: return "deadline exceeded";
   }
   return "unknown";
 }

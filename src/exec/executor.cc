@@ -3,9 +3,33 @@
 #include <algorithm>
 #include <chrono>
 #include <map>
+
+#include "common/sizes.h"
+#include "io/file.h"
 #include <unordered_set>
 
 namespace bulkhead::exec {
+
+Status check_tensor_limit(uint64_t max_bytes, DataType dtype, const Shape& shape, const std::string& what) {
+  if (!max_bytes || dtype == DataType::kString) return Status::ok();
+  size_t bytes = 0;
+  if (!checked_nbytes(dtype, shape, &bytes)) return shape_size_error(dtype, shape).with_context(what);
+  if (bytes <= max_bytes) return Status::ok();
+  return Status(StatusCode::kResourceExhausted, what + dtype_name(dtype) + shape_to_string(shape) + " would be " +
+                                                    io::format_bytes(bytes) + ", more than the session's max_tensor_bytes of " +
+                                                    io::format_bytes(max_bytes));
+}
+
+Status RunLimits::check_time(const std::string& where) const {
+  if (deadline == Clock::time_point::max() || Clock::now() < deadline) return Status::ok();
+  return Status(StatusCode::kDeadlineExceeded,
+                "the run took longer than its time limit of " + std::to_string(timeout_ms) + " ms (stopped before " + where + ")");
+}
+
+Status RunLimits::check_tensor(DataType dtype, const Shape& shape, const std::string& what) const {
+  return check_tensor_limit(max_tensor_bytes, dtype, shape, what);
+}
+
 namespace {
 
 DataType type_of(const std::string& name, const ir::Graph& g, const CompiledGraph* parent) {
@@ -28,8 +52,8 @@ bool is_nondeterministic(const ir::Node& n) {
 // Runs one kernel at compile time on constant inputs.
 class FoldContext final : public KernelContext {
  public:
-  FoldContext(const ir::Node& node, std::vector<Value> inputs, Allocator& alloc)
-      : node_(node), inputs_(std::move(inputs)), outputs_(node.outputs.size()), alloc_(alloc) {}
+  FoldContext(const ir::Node& node, std::vector<Value> inputs, Allocator& alloc, uint64_t max_tensor_bytes)
+      : node_(node), inputs_(std::move(inputs)), outputs_(node.outputs.size()), alloc_(alloc), max_tensor_bytes_(max_tensor_bytes) {}
   int num_inputs() const override { return static_cast<int>(inputs_.size()); }
   const Value* input_value(int i) const override {
     return i >= 0 && i < num_inputs() && !inputs_[i].is_none() ? &inputs_[i] : nullptr;
@@ -38,6 +62,7 @@ class FoldContext final : public KernelContext {
   bool output_wanted(int i) const override { return i >= 0 && i < num_outputs() && !node_.outputs[i].empty(); }
   Result<Tensor> allocate_output(int i, DataType dtype, const Shape& shape) override {
     if (i < 0 || i >= num_outputs()) return internal_error(where() + "output index out of range");
+    BH_RETURN_IF_ERROR(check_tensor_limit(max_tensor_bytes_, dtype, shape, where() + "output " + std::to_string(i) + " "));
     BH_ASSIGN_OR_RETURN(Tensor t, Tensor::allocate(alloc_, dtype, shape));
     outputs_[i] = Value(t);
     return t;
@@ -47,7 +72,10 @@ class FoldContext final : public KernelContext {
     outputs_[i] = std::move(v);
     return Status::ok();
   }
-  Result<Tensor> allocate_scratch(DataType dtype, const Shape& shape) override { return Tensor::allocate(alloc_, dtype, shape); }
+  Result<Tensor> allocate_scratch(DataType dtype, const Shape& shape) override {
+    BH_RETURN_IF_ERROR(check_tensor_limit(max_tensor_bytes_, dtype, shape, where() + "scratch "));
+    return Tensor::allocate(alloc_, dtype, shape);
+  }
   int threads() const override { return 1; }
   Result<std::vector<Value>> run_subgraph(const std::string&, std::vector<Value>) override {
     return internal_error(where() + "cannot fold a node with subgraphs");
@@ -59,6 +87,7 @@ class FoldContext final : public KernelContext {
   const ir::Node& node_;
   std::vector<Value> inputs_, outputs_;
   Allocator& alloc_;
+  uint64_t max_tensor_bytes_;
 };
 
 // The element type and static shape of a tensor value, when the graph knows them.
@@ -240,7 +269,7 @@ Result<std::unique_ptr<CompiledGraph>> compile(const ir::Graph& graph, const Com
         opts.placements[step.placement].device->compute_domain().is_host()) {
       std::vector<Value> ins;
       for (const auto& in : node.inputs) ins.push_back(in.empty() ? Value() : Value(cg->constant_values[in]));
-      FoldContext fc(node, std::move(ins), *opts.placements[step.placement].allocator);
+      FoldContext fc(node, std::move(ins), *opts.placements[step.placement].allocator, opts.max_tensor_bytes);
       bool folded = step.kernel->compute(fc).is_ok();
       for (size_t i = 0; folded && i < node.outputs.size(); ++i)
         folded = node.outputs[i].empty() || fc.outputs()[i].is_tensor();
@@ -352,6 +381,7 @@ class StepContext final : public KernelContext {
   bool output_wanted(int i) const override { return i >= 0 && i < num_outputs() && step_.out[i] >= 0; }
   Result<Tensor> allocate_output(int i, DataType dtype, const Shape& shape) override {
     if (i < 0 || i >= num_outputs()) return internal_error(where() + "output index " + std::to_string(i) + " out of range");
+    if (rc_.limits) BH_RETURN_IF_ERROR(rc_.limits->check_tensor(dtype, shape, where() + "output " + std::to_string(i) + " "));
     BH_ASSIGN_OR_RETURN(Tensor t, allocate_or_view(i, dtype, shape));
     if (step_.out[i] >= 0) {
       frame_[step_.out[i]] = Value(t);
@@ -368,6 +398,7 @@ class StepContext final : public KernelContext {
     return Status::ok();
   }
   Result<Tensor> allocate_scratch(DataType dtype, const Shape& shape) override {
+    if (rc_.limits) BH_RETURN_IF_ERROR(rc_.limits->check_tensor(dtype, shape, where() + "scratch "));
     return Tensor::allocate(alloc_, dtype, shape);
   }
   Result<Tensor> reuse_input_as_output(int i, int o, DataType dtype, const Shape& shape) override {
@@ -388,6 +419,13 @@ class StepContext final : public KernelContext {
   Result<std::vector<Value>> run_subgraph(const std::string& attr, std::vector<Value> inputs) override {
     auto it = step_.subgraphs.find(attr);
     if (it == step_.subgraphs.end()) return invalid_model(where() + "has no graph attribute '" + attr + "'");
+    if (rc_.limits) {
+      ++subgraph_runs_;
+      if (rc_.limits->max_loop_iterations && subgraph_runs_ > rc_.limits->max_loop_iterations)
+        return Status(StatusCode::kResourceExhausted, where() + "would run its body more than the session's max_loop_iterations of " +
+                                                          std::to_string(rc_.limits->max_loop_iterations) + " times");
+      BH_RETURN_IF_ERROR(rc_.limits->check_time("iteration " + std::to_string(subgraph_runs_) + " of " + step_.node->label()));
+    }
     return run(*it->second, std::move(inputs), rc_, &frame_);
   }
   std::string where() const override { return step_.node->label() + ": "; }
@@ -421,6 +459,7 @@ class StepContext final : public KernelContext {
   const RunContext& rc_;
   Allocator& alloc_;
   std::vector<bool> set_ = std::vector<bool>(step_.out.size(), false);
+  int64_t subgraph_runs_ = 0;  // this call's subgraph runs (loop iterations)
 };
 
 // Runs the steps of `g` with `rc` as given (run() adds the per-run device states).
@@ -527,6 +566,7 @@ Result<std::vector<Value>> run_steps(const CompiledGraph& g, std::vector<Value> 
   };
   std::vector<Value> step_inputs;
   for (const Step& st : g.steps) {
+    if (rc.limits) BH_RETURN_IF_ERROR(rc.limits->check_time(st.node->label()));
     Allocator& alloc = rc.allocator(st.placement);
     const Domain& dom = placements[st.placement].device->compute_domain();
     step_inputs.assign(st.in.size(), Value());

@@ -5,6 +5,7 @@
 // its session; each run has its own Frame (its values) and its own scratch memory.
 #pragma once
 
+#include <chrono>
 #include <map>
 #include <memory>
 #include <string>
@@ -33,7 +34,28 @@ struct CompileOptions {
   // Uploads constant inputs of steps placed on devices outside the host domain once, at
   // compile time (Step::resident). Null: they are copied on every run instead.
   const CopyRouter* router = nullptr;
+  // The largest tensor constant folding may make (SessionOptions::max_tensor_bytes); 0: none.
+  uint64_t max_tensor_bytes = 0;
 };
+
+// What one run may not pass (SessionOptions' limits, RunOptions::timeout_ms). The
+// executor checks the deadline before every step and every subgraph run, the tensor
+// limit at every allocation, and the iteration limit at every subgraph run of a node.
+struct RunLimits {
+  using Clock = std::chrono::steady_clock;
+  Clock::time_point deadline = Clock::time_point::max();
+  int64_t timeout_ms = 0;           // the limit behind `deadline`, for messages
+  uint64_t max_tensor_bytes = 0;    // 0: none
+  int64_t max_loop_iterations = 0;  // 0: none
+  bool any() const { return deadline != Clock::time_point::max() || max_tensor_bytes || max_loop_iterations; }
+  // kDeadlineExceeded once the deadline has passed; `where` names the node about to run.
+  Status check_time(const std::string& where) const;
+  // kResourceExhausted when a tensor of `dtype` and `shape` would pass max_tensor_bytes.
+  Status check_tensor(DataType dtype, const Shape& shape, const std::string& what) const;
+};
+
+// The tensor limit alone (for compile-time folding).
+Status check_tensor_limit(uint64_t max_bytes, DataType dtype, const Shape& shape, const std::string& what);
 
 struct CompiledGraph;
 
@@ -117,6 +139,8 @@ struct RunContext {
   // top-level graph and inherited by its subgraphs; an entry that is null, or no vector,
   // means the placement's session allocator.
   const std::vector<std::shared_ptr<RunAllocator>>* run_allocators = nullptr;
+  // The run's limits; null: none.
+  const RunLimits* limits = nullptr;
   Allocator& allocator(size_t placement) const {
     if (run_allocators && (*run_allocators)[placement]) return *(*run_allocators)[placement];
     return *opts->placements[placement].allocator;

@@ -9,7 +9,7 @@ namespace {
 
 // Every SessionOptions field must reach the worker: when this fails, a field was added
 // or changed — forward it in put_options/get_options below, then update the size.
-static_assert(sizeof(SessionOptions) == 152,
+static_assert(sizeof(SessionOptions) == 176,
               "SessionOptions changed: forward the new field to the worker in src/isolate/protocol.cc");
 
 Status malformed(const char* what) { return internal_error(std::string("malformed ") + what + " message from the peer"); }
@@ -24,6 +24,9 @@ void put_options(Writer& w, const SessionOptions& o) {
   w.str(o.worker_binary);
   w.str(o.submit_policy);
   w.u64(o.max_file_bytes);
+  w.u64(o.max_tensor_bytes);
+  w.i64(o.max_loop_iterations);
+  w.i64(o.run_timeout_ms);
 }
 
 SessionOptions get_options(Reader& r) {
@@ -37,6 +40,9 @@ SessionOptions get_options(Reader& r) {
   o.worker_binary = r.str();
   o.submit_policy = r.str();
   o.max_file_bytes = r.u64();
+  o.max_tensor_bytes = r.u64();
+  o.max_loop_iterations = r.i64();
+  o.run_timeout_ms = r.i64();
   return o;
 }
 
@@ -153,6 +159,7 @@ std::string encode(const RunRequest& q) {
   w.u64(q.output_region);
   w.u32(static_cast<uint32_t>(q.forget_regions.size()));
   for (uint64_t id : q.forget_regions) w.u64(id);
+  w.i64(q.timeout_ms);
   return w.take();
 }
 
@@ -167,6 +174,7 @@ Result<RunRequest> decode_run_request(const std::string& payload) {
   q.output_region = r.u64();
   q.forget_regions.resize(r.count(8));
   for (uint64_t& id : q.forget_regions) id = r.u64();
+  q.timeout_ms = r.i64();
   if (!r.ok() || !r.at_end()) return malformed("run");
   return q;
 }
@@ -214,7 +222,7 @@ Status decode_status(const std::string& payload) {
   Reader r(payload);
   uint32_t code = r.u32();
   std::string message = r.str();
-  if (!r.ok() || !r.at_end() || code == 0 || code > static_cast<uint32_t>(StatusCode::kUnavailable))
+  if (!r.ok() || !r.at_end() || code == 0 || code > static_cast<uint32_t>(StatusCode::kDeadlineExceeded))
     return malformed("error");
   return Status(static_cast<StatusCode>(code), std::move(message));
 }

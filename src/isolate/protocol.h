@@ -25,7 +25,7 @@
 namespace bulkhead::isolate {
 
 // Bumped whenever a message changes; a worker of another version refuses to load.
-constexpr uint32_t kProtocolVersion = 2;
+constexpr uint32_t kProtocolVersion = 3;
 
 enum MessageType : uint32_t {
   kLoad = 1,
@@ -67,6 +67,7 @@ struct RunRequest {
   uint64_t output_region = 0;
   // Output regions the supervisor has unmapped: the worker unmaps them too.
   std::vector<uint64_t> forget_regions;
+  int64_t timeout_ms = -1;           // RunOptions::timeout_ms
 };
 
 struct RunReply {

@@ -153,7 +153,7 @@ Status RemoteSession::start_worker() {
 }
 
 Result<NamedValues> RemoteSession::run(const NamedValues& inputs, const std::vector<std::string>& outputs,
-                                       std::vector<NodeProfile>* profile) {
+                                       std::vector<NodeProfile>* profile, int64_t timeout_ms) {
   std::lock_guard<std::mutex> l(mu_);
   if (worker_.pid >= 0 && worker_.channel->peer_closed()) {
     // It died between runs: nobody's run was affected, so just replace it.
@@ -172,6 +172,7 @@ Result<NamedValues> RemoteSession::run(const NamedValues& inputs, const std::vec
   RunRequest req;
   req.outputs = outputs;
   req.profile = profile != nullptr;
+  req.timeout_ms = timeout_ms;
   req.region_bytes = packed.region_bytes;
   req.values = std::move(packed.descriptors);
   std::vector<int> fds;

@@ -53,8 +53,9 @@ class RemoteSession {
   const ModelInfo& info() const { return info_; }
   // Runs in the worker. `inputs` must already be validated; `outputs` are the names to
   // return, in order. Profile entries are appended to `profile` when it is set.
+  // `timeout_ms` is the run's RunOptions::timeout_ms, enforced by the worker's session.
   Result<NamedValues> run(const NamedValues& inputs, const std::vector<std::string>& outputs,
-                          std::vector<NodeProfile>* profile);
+                          std::vector<NodeProfile>* profile, int64_t timeout_ms = -1);
   // The current worker's pid; -1 between a worker's death and its replacement.
   int worker_pid() const { return pid_.load(); }
 

@@ -109,6 +109,7 @@ class Worker {
       region.reset();
       RunOptions ro;
       ro.outputs = req.outputs;
+      ro.timeout_ms = req.timeout_ms;
       if (req.profile) ro.profile = &profile;
       BH_ASSIGN_OR_RETURN(outs, run_for_transfer(*session_, inputs, ro));
     }

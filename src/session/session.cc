@@ -1,3 +1,4 @@
+#include <chrono>
 #include <thread>
 #include <unordered_set>
 
@@ -74,6 +75,7 @@ Result<Session> build_session(const std::shared_ptr<EnvImpl>& env, ir::Model mod
   uint64_t id = env->next_session_id();
   impl->compile_options.threads = options.threads ? options.threads : default_threads();
   impl->compile_options.router = env->router().get();
+  impl->compile_options.max_tensor_bytes = options.max_tensor_bytes;
   for (const auto& spec : options.devices) {
     BH_ASSIGN_OR_RETURN(auto dev, env->acquire_device(spec));
     SessionConfig config{"session#" + std::to_string(id), options.submit_policy, options.graph_capture};
@@ -125,6 +127,10 @@ Status check_options(const SessionOptions& o) {
     return invalid_argument("bad value " + std::to_string(o.worker_timeout_ms) +
                             " for session option 'worker_timeout_ms': expected a positive number of milliseconds");
   if (o.max_file_bytes == 0) return invalid_argument("session option 'max_file_bytes' is 0");
+  if (o.max_loop_iterations < 0)
+    return invalid_argument("bad value " + std::to_string(o.max_loop_iterations) + " for session option 'max_loop_iterations': expected >= 0");
+  if (o.run_timeout_ms < 0)
+    return invalid_argument("bad value " + std::to_string(o.run_timeout_ms) + " for session option 'run_timeout_ms': expected >= 0");
   return Status::ok();
 }
 
@@ -213,6 +219,16 @@ Result<SessionOptions> SessionOptions::parse(const std::string& spec) {
       if (!parse_byte_size(v, &n) || n == 0)
         return invalid_argument("bad value '" + v + "' for session option 'max_file_bytes': expected a size such as 512M or 64G");
       o.max_file_bytes = n;
+    } else if (k == "max_tensor_bytes") {
+      uint64_t n = 0;
+      if (!parse_byte_size(v, &n))
+        return invalid_argument("bad value '" + v + "' for session option 'max_tensor_bytes': expected a size such as 512M (0 = no limit)");
+      o.max_tensor_bytes = n;
+    } else if (k == "max_loop_iterations" || k == "run_timeout_ms") {
+      int64_t n = 0;
+      if (!parse_int_in(v, 0, INT64_MAX, &n))
+        return invalid_argument("bad value '" + v + "' for session option '" + k + "': expected a whole number >= 0 (0 = no limit)");
+      (k == "run_timeout_ms" ? o.run_timeout_ms : o.max_loop_iterations) = n;
     } else if (k == "worker_binary") {
       if (v.empty()) return invalid_argument("session option 'worker_binary' is empty");
       o.worker_binary = v;
@@ -222,7 +238,8 @@ Result<SessionOptions> SessionOptions::parse(const std::string& spec) {
     } else {
       return invalid_argument("unknown session option '" + k +
                               "' (known: devices, threads, graph_capture, optimization_level, isolation, "
-                              "worker_timeout_ms, worker_binary, submit_policy, max_file_bytes)");
+                              "worker_timeout_ms, worker_binary, submit_policy, max_file_bytes, max_tensor_bytes, max_loop_iterations, "
+                              "run_timeout_ms)");
     }
   }
   return o;
@@ -271,6 +288,8 @@ namespace {
 // a caller that copies them at once: the worker of process isolation).
 Result<NamedValues> run_session(const SessionImpl& s, const NamedValues& inputs, const RunOptions& options,
                                 bool own_outputs) {
+  if (options.timeout_ms < -1)
+    return invalid_argument("bad run option timeout_ms " + std::to_string(options.timeout_ms) + ": expected -1 (the session's), 0 (none) or a positive number");
   std::vector<Value> bound(s.all_inputs.size());
   std::vector<bool> given(s.all_inputs.size(), false);
   std::unordered_set<const Buffer*> foreign;  // buffers the run must not hand back
@@ -308,10 +327,19 @@ Result<NamedValues> run_session(const SessionImpl& s, const NamedValues& inputs,
   if (s.remote) {
     std::vector<std::string> names;
     for (size_t i : wanted) names.push_back(s.outputs[i].name);
-    return s.remote->run(inputs, names, options.profile);
+    return s.remote->run(inputs, names, options.profile, options.timeout_ms);
   }
 
+  exec::RunLimits limits;
+  const int64_t timeout = options.timeout_ms >= 0 ? options.timeout_ms : s.options.run_timeout_ms;
+  if (timeout > 0) {
+    limits.timeout_ms = timeout;
+    limits.deadline = exec::RunLimits::Clock::now() + std::chrono::milliseconds(timeout);
+  }
+  limits.max_tensor_bytes = s.options.max_tensor_bytes;
+  limits.max_loop_iterations = s.options.max_loop_iterations;
   exec::RunContext rc;
+  if (limits.any()) rc.limits = &limits;
   rc.opts = &s.compile_options;
   rc.router = s.env->router().get();
   rc.threads = s.compile_options.threads;

@@ -197,6 +197,21 @@ TEST_F(Cli, HostileOptionsAreOneClearLine) {
   }
 }
 
+// A run that would never end, or make a huge tensor, stops at the limit the user set.
+TEST_F(Cli, RunLimitsFromTheCommandLine) {
+  dir_.write("loop.onnx", model_text_bytes(R"(<ir_version: 8, opset_import: ["" : 17]>
+g (int64 m, float[1] x) => (float[1] y) <bool t = {1}> {
+  y = Loop (m, t, x) < body = b (int64 i, bool c, float[1] v) => (bool co, float[1] vo) { co = Identity(c) vo = Add(v, v) } >
+})"));
+  ASSERT_TRUE(io::write_npy(m("m.npy"), Tensor::from_vector<int64_t>(DataType::kInt64, {}, {1000000000000000})).is_ok());
+  ASSERT_TRUE(io::write_npy(m("x1.npy"), Tensor::from_vector<float>(DataType::kFloat32, {1}, {1})).is_ok());
+  std::string base = "run " + m("loop.onnx") + " -i m=" + m("m.npy") + " -i x=" + m("x1.npy") + " -o " + m("out");
+  expect_error(base + " --timeout 200", "took longer than its time limit of 200 ms");
+  expect_error(base + " --max-loop-iterations 50", "max_loop_iterations of 50");
+  expect_error(base + " --timeout -5", "bad --timeout '-5'");
+  expect_error(base + " --max-tensor-size lots", "bad --max-tensor-size 'lots'");
+}
+
 // A model with two outputs, named as given (raw bytes allowed: names come from files).
 std::string two_output_model(const std::string& a, const std::string& b, bool second_is_string) {
   onnx::ModelProto mp;
