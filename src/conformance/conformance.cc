@@ -209,6 +209,52 @@ Result<std::vector<Case>> discover(const Options& opts) {
   return cases;
 }
 
+std::string model_path(const Case& c) { return c.folder == "light" ? c.dir + "/" + c.name + ".onnx" : c.dir + "/model.onnx"; }
+
+Result<CaseData> load_case_data(const Case& c, const Session& session) {
+  CaseData d;
+  if (c.folder == "light") {
+    Tol tol = light_tolerance(c);
+    d.rtol = tol.rtol;
+    d.atol = tol.atol;
+    for (auto& io : session.inputs()) {
+      Shape s;
+      for (auto dim : io.shape) s.push_back(dim < 0 ? 1 : dim);
+      Tensor t = Tensor::host(DataType::kFloat32, s);
+      int64_t n = t.numel();
+      for (int64_t i = 0; i < n; ++i) t.data<float>()[i] = static_cast<float>(i) / static_cast<float>(n);
+      d.inputs.emplace_back(io.name, Value(t));
+    }
+    auto e = ir::load_value_pb(c.dir + "/" + c.name + "_output_0.pb", 't');
+    if (!e.is_ok()) return e.status().with_context("reference output: ");
+    d.expected.push_back(std::move(e).value());
+    return d;
+  }
+  std::string ds = c.dir + "/test_data_set_0";
+  const auto& ios = session.inputs();
+  // Test data lists inputs in graph order, skipping inputs that have initializers only
+  // when the file is absent.
+  size_t file_idx = 0;
+  for (size_t i = 0; i < ios.size(); ++i) {
+    std::string p = ds + "/input_" + std::to_string(file_idx) + ".pb";
+    if (!fs::exists(p)) break;
+    char hint = ios[i].type_string.rfind("sequence<", 0) == 0 ? 's' : ios[i].type_string.rfind("optional<", 0) == 0 ? 'o' : 't';
+    auto v = ir::load_value_pb(p, hint);
+    if (!v.is_ok()) return v.status().with_context("input " + std::to_string(file_idx) + ": ");
+    d.inputs.emplace_back(ios[i].name, std::move(v).value());
+    ++file_idx;
+  }
+  const auto& outs = session.outputs();
+  for (size_t i = 0; i < outs.size(); ++i) {
+    std::string p = ds + "/output_" + std::to_string(i) + ".pb";
+    char hint = outs[i].type_string.rfind("sequence<", 0) == 0 ? 's' : outs[i].type_string.rfind("optional<", 0) == 0 ? 'o' : 't';
+    auto v = ir::load_value_pb(p, hint);
+    if (!v.is_ok()) return v.status().with_context("output " + std::to_string(i) + ": ");
+    d.expected.push_back(std::move(v).value());
+  }
+  return d;
+}
+
 CaseResult run_case(const Case& c, const Options& opts) {
   CaseResult r;
   r.c = c;
@@ -223,56 +269,17 @@ CaseResult run_case(const Case& c, const Options& opts) {
   SessionOptions so;
   so.devices = opts.devices;
   so.threads = opts.threads;
-  std::string model_path = c.folder == "light" ? c.dir + "/" + c.name + ".onnx" : c.dir + "/model.onnx";
-  auto session = env.load(model_path, so);
+  auto session = env.load(model_path(c), so);
   if (!session.is_ok()) return finish(CaseResult::Outcome::kError, session.status().to_string());
-
-  NamedValues inputs;
-  std::vector<Value> expected;
-  Tol tol;
-  if (c.folder == "light") {
-    tol = light_tolerance(c);
-    for (auto& io : session->inputs()) {
-      Shape s;
-      for (auto d : io.shape) s.push_back(d < 0 ? 1 : d);
-      Tensor t = Tensor::host(DataType::kFloat32, s);
-      int64_t n = t.numel();
-      for (int64_t i = 0; i < n; ++i) t.data<float>()[i] = static_cast<float>(i) / static_cast<float>(n);
-      inputs.emplace_back(io.name, Value(t));
-    }
-    auto e = ir::load_value_pb(c.dir + "/" + c.name + "_output_0.pb", 't');
-    if (!e.is_ok()) return finish(CaseResult::Outcome::kError, "reference output: " + e.status().to_string());
-    expected.push_back(std::move(e).value());
-  } else {
-    std::string ds = c.dir + "/test_data_set_0";
-    const auto& ios = session->inputs();
-    // Test data lists inputs in graph order, skipping inputs that have initializers
-    // only when the file is absent.
-    size_t file_idx = 0;
-    for (size_t i = 0; i < ios.size(); ++i) {
-      std::string p = ds + "/input_" + std::to_string(file_idx) + ".pb";
-      if (!fs::exists(p)) break;
-      char hint = ios[i].type_string.rfind("sequence<", 0) == 0 ? 's' : ios[i].type_string.rfind("optional<", 0) == 0 ? 'o' : 't';
-      auto v = ir::load_value_pb(p, hint);
-      if (!v.is_ok()) return finish(CaseResult::Outcome::kError, "input " + std::to_string(file_idx) + ": " + v.status().to_string());
-      inputs.emplace_back(ios[i].name, std::move(v).value());
-      ++file_idx;
-    }
-    const auto& outs = session->outputs();
-    for (size_t i = 0; i < outs.size(); ++i) {
-      std::string p = ds + "/output_" + std::to_string(i) + ".pb";
-      char hint = outs[i].type_string.rfind("sequence<", 0) == 0 ? 's' : outs[i].type_string.rfind("optional<", 0) == 0 ? 'o' : 't';
-      auto v = ir::load_value_pb(p, hint);
-      if (!v.is_ok()) return finish(CaseResult::Outcome::kError, "output " + std::to_string(i) + ": " + v.status().to_string());
-      expected.push_back(std::move(v).value());
-    }
-  }
-  auto outs = session->run_values(inputs);
+  auto data = load_case_data(c, *session);
+  if (!data.is_ok()) return finish(CaseResult::Outcome::kError, data.status().to_string());
+  const std::vector<Value>& expected = data->expected;
+  auto outs = session->run_values(data->inputs);
   if (!outs.is_ok()) return finish(CaseResult::Outcome::kError, outs.status().to_string());
   if (outs->size() != expected.size())
     return finish(CaseResult::Outcome::kFail, "produced " + std::to_string(outs->size()) + " outputs, expected " + std::to_string(expected.size()));
   for (size_t i = 0; i < expected.size(); ++i) {
-    std::string m = compare((*outs)[i].second, expected[i], tol.rtol, tol.atol);
+    std::string m = compare((*outs)[i].second, expected[i], data->rtol, data->atol);
     if (!m.empty()) {
       bool loose = compare((*outs)[i].second, expected[i], 1e-2, 1e-5).empty();
       r.loose = loose;

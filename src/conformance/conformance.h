@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "bulkhead/bulkhead.hpp"
 #include "bulkhead/status.h"
 #include "bulkhead/tensor.h"
 
@@ -44,6 +45,16 @@ struct Options {
 
 // Finds the cases under opts.data_dir (with tiers from the tsv).
 Result<std::vector<Case>> discover(const Options& opts);
+// The model file of case `c`.
+std::string model_path(const Case& c);
+// The inputs and reference outputs of case `c`, for a session of its model, with the
+// tolerance its comparison uses.
+struct CaseData {
+  NamedValues inputs;
+  std::vector<Value> expected;
+  double rtol = 1e-3, atol = 1e-7;
+};
+Result<CaseData> load_case_data(const Case& c, const Session& session);
 // Runs one case in this process.
 CaseResult run_case(const Case& c, const Options& opts);
 // Runs every case, each in a child process, `jobs` at a time. `progress` is called per case.

@@ -1,7 +1,7 @@
 // Gather along one axis: y[o, i, j] = x[o, idx[i], j] over 32-bit words (`words` per
 // element). Indices are int32 or int64 (idx_words 1 or 2: the low word carries the value,
-// the high word must be its sign extension); negatives count from the end. An index out
-// of range writes zeros.
+// the high word must be its sign extension); negatives count from the end. The host has
+// checked every index (kernels/layout.cc); one out of range would write zeros.
 #version 450
 layout(local_size_x = 256) in;
 layout(std430, binding = 0) readonly buffer X { uint x[]; };
