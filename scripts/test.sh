@@ -3,7 +3,8 @@
 #   1. the release build: unit, concurrency, CLI, real-model and conformance tests;
 #   2. the unit tests again under AddressSanitizer + UndefinedBehaviorSanitizer
 #      (LeakSanitizer included);
-#   3. the concurrency and process-isolation tests under ThreadSanitizer.
+#   3. the concurrency and process-isolation tests under ThreadSanitizer;
+#   4. each libFuzzer harness (scripts/fuzz.sh) for 30 s ($BULKHEAD_FUZZ_SECONDS).
 # Needs ../shared beside the repository (or BULKHEAD_SHARED=<path>).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -36,5 +37,8 @@ cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBULKHEAD_S
   -DBULKHEAD_SHARED_DIR="$shared" >/dev/null
 cmake --build build-tsan -j "$jobs" --target concurrency_test core_budget_test isolation_test bulkhead
 (cd build-tsan && TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" ctest --output-on-failure -L 'concurrency|isolation')
+
+step "fuzz harnesses (clang, libFuzzer, ASan+UBSan): ${BULKHEAD_FUZZ_SECONDS:-30} s each"
+scripts/fuzz.sh -t "${BULKHEAD_FUZZ_SECONDS:-30}"
 
 step "all test stages passed"

@@ -79,6 +79,10 @@ bool dtype_is_known(int32_t v) {
 }
 
 int64_t shape_numel(const Shape& s) {
+  // A zero anywhere makes the count 0, however large the other dimensions (which a
+  // tensor with no elements may have: their product need not fit).
+  for (int64_t d : s)
+    if (d == 0) return 0;
   int64_t n = 1;
   for (int64_t d : s) n *= d;
   return n;

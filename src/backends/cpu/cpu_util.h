@@ -78,6 +78,7 @@ inline std::vector<int64_t> broadcast_strides(const Shape& in, const Shape& out)
 // Reads an int64 or int32 tensor's elements as int64 (shape/axes/indices inputs).
 inline std::vector<int64_t> read_int_tensor(const Tensor& t) {
   std::vector<int64_t> v(static_cast<size_t>(t.numel()));
+  if (v.empty()) return v;
   if (t.dtype() == DataType::kInt64) std::memcpy(v.data(), t.raw(), v.size() * 8);
   else if (t.dtype() == DataType::kInt32) for (size_t i = 0; i < v.size(); ++i) v[i] = t.data<int32_t>()[i];
   return v;

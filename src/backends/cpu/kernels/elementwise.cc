@@ -37,6 +37,7 @@ bool is_half(DataType t) { return t == DataType::kFloat16 || t == DataType::kBFl
 // inf, results below 2^-126 are subnormal-accurate to an absolute 1e-45, NaN propagates.
 inline float exp_f32(float x) {
   float xc = x > 88.75f ? 88.75f : (x < -104.0f ? -104.0f : x);
+  xc = x == x ? xc : 0.0f;  // NaN: any finite k (the result is x), never a NaN cast to int
   float k = std::floor(xc * 1.44269504088896341f + 0.5f);
   float r = xc - k * 0.693359375f;
   r = r - k * -2.12194440e-4f;

@@ -148,8 +148,9 @@ Result<std::unique_ptr<Kernel>> make_pool(const KernelInfo& info, uint32_t kind)
 void add_pool_kernels(KernelTable& t) {
   t.add("MaxPool", 1, [](const KernelInfo& info) { return make_pool(info, 0); });
   t.add("AveragePool", 1, [](const KernelInfo& info) { return make_pool(info, 1); });
-  for (auto [op, kind] : {std::pair<const char*, uint32_t>{"GlobalMaxPool", 0}, {"GlobalAveragePool", 1}}) {
-    t.add(op, 1, [kind](const KernelInfo& info) -> Result<std::unique_ptr<Kernel>> {
+  for (const auto& e : {std::pair<const char*, uint32_t>{"GlobalMaxPool", 0}, {"GlobalAveragePool", 1}}) {
+    const uint32_t kind = e.second;  // a plain variable: clang 14 cannot capture a structured binding
+    t.add(e.first, 1, [kind](const KernelInfo& info) -> Result<std::unique_ptr<Kernel>> {
       BH_RETURN_IF_ERROR(require_types(info, {DataType::kFloat32}, {0}));
       return make_kernel([kind](KernelContext& ctx) { return global_pool_compute(kind, ctx); });
     });

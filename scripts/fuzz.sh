@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer harnesses (fuzz/, clang with ASan+UBSan) in build-fuzz/, makes their
+# seed corpora from ../shared, and runs each for the time asked.
+#
+# usage: scripts/fuzz.sh [-t SECONDS] [-j JOBS] [HARNESS...]
+#   -t SECONDS  how long each harness runs (default 60)
+#   -j JOBS     libFuzzer worker processes per harness (default 1)
+#   HARNESS     import, npy, protocol, options, model (default: all five)
+#
+# Corpora grow in build-fuzz/corpus/<harness>/ across runs; a crash, leak, timeout or
+# out-of-memory input is saved in build-fuzz/crashes/<harness>/ and the script exits 1.
+# Prints the executions of each harness and their total.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+seconds=60
+jobs=1
+while getopts "t:j:h" opt; do
+  case $opt in
+    t) seconds=$OPTARG ;;
+    j) jobs=$OPTARG ;;
+    h) sed -n '2,13p' "$0"; exit 0 ;;
+    *) exit 2 ;;
+  esac
+done
+shift $((OPTIND - 1))
+harnesses=("$@")
+[ ${#harnesses[@]} -gt 0 ] || harnesses=(import npy protocol options model)
+for h in "${harnesses[@]}"; do
+  case $h in import|npy|protocol|options|model) ;; *) echo "fuzz: unknown harness '$h' (import, npy, protocol, options, model)" >&2; exit 2 ;; esac
+done
+[[ $seconds =~ ^[0-9]+$ ]] && [ "$seconds" -gt 0 ] || { echo "fuzz: -t wants a number of seconds, got '$seconds'" >&2; exit 2; }
+
+shared=${BULKHEAD_SHARED:-$(cd .. && pwd)/shared}
+[ -d "$shared/onnx-backend-data" ] || { echo "fuzz: the shared test data folder '$shared' is missing (set BULKHEAD_SHARED)" >&2; exit 1; }
+command -v clang++ >/dev/null || { echo "fuzz: clang++ is missing (scripts/install-deps.sh installs it)" >&2; exit 1; }
+
+build=build-fuzz
+CC=clang CXX=clang++ cmake -S . -B $build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBULKHEAD_SANITIZE=fuzz >/dev/null
+cmake --build $build -j "$(nproc)" --target fuzzers
+
+# Seed corpora, from ../shared (and, for the protocol, from the harness itself).
+seeds=$build/seeds
+rm -rf "$seeds"
+mkdir -p "$seeds"/{import,npy,protocol,options,model}
+n=0
+while IFS= read -r -d '' f; do
+  [ "$(stat -c %s "$f")" -le 65536 ] || continue
+  n=$((n + 1))
+  cp "$f" "$seeds/import/$n.onnx"
+done < <(find "$shared/onnx-backend-data" -name '*.onnx' -print0 | sort -z)
+cp "$seeds"/import/* "$seeds/model/"
+find "$shared/models" -name '*.npy' -size -1024k -exec cp -t "$seeds/npy" {} +
+i=0
+for o in "devices=cpu;threads=2" "devices=vulkan:0,cpu;submit_policy=auto:8M" "graph_capture=0;optimization_level=1" \
+         "isolation=process;worker_timeout_ms=5000" "max_file_bytes=64G;max_tensor_bytes=512M" "run_timeout_ms=250;max_loop_iterations=100" \
+         "auto:16K" "split" "-5" "18446744073709551615"; do
+  i=$((i + 1))
+  printf '%s' "$o" >"$seeds/options/$i"
+done
+BULKHEAD_FUZZ_SEEDS="$seeds/protocol" $build/fuzz/protocol_fuzz >/dev/null 2>&1 || true
+
+total=0
+failed=0
+for h in "${harnesses[@]}"; do
+  corpus=$build/corpus/$h
+  crashes=$build/crashes/$h
+  mkdir -p "$corpus" "$crashes"
+  args=(-max_total_time="$seconds" -timeout=20 -rss_limit_mb=3072 -print_final_stats=1 -artifact_prefix="$crashes/")
+  case $h in
+    import|model) args+=(-max_len=65536) ;;
+    npy) args+=(-max_len=1048576) ;;
+    protocol) args+=(-max_len=16384) ;;
+    options) args+=(-max_len=256) ;;
+  esac
+  [ "$jobs" -gt 1 ] && args+=(-fork="$jobs" -ignore_crashes=0)
+  log=$build/fuzz-$h.log
+  set +e
+  ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1 UBSAN_OPTIONS=print_stacktrace=1 \
+    "$build/fuzz/${h}_fuzz" "${args[@]}" "$corpus" "$seeds/$h" >"$log" 2>&1
+  rc=$?
+  set -e
+  execs=$(awk -F: '/stat::number_of_executed_units/ {gsub(/ /, "", $2); n = $2} END {print n + 0}' "$log")
+  if [ "$execs" = 0 ]; then  # -fork mode reports as it goes
+    execs=$(grep -o 'exec/s\|#[0-9]*' "$log" | grep -o '[0-9]*' | tail -n1)
+    execs=${execs:-0}
+  fi
+  total=$((total + execs))
+  if [ $rc -ne 0 ]; then
+    failed=1
+    echo "fuzz: $h: FAILED after $execs executions (exit $rc); inputs in $crashes, log $log:"
+    grep -E 'ERROR: |SUMMARY: |Test unit written' "$log" | head -n 8
+  else
+    printf 'fuzz: %-9s %12d executions in %ss, no crash (corpus %d inputs)\n' "$h" "$execs" "$seconds" "$(ls "$corpus" | wc -l)"
+  fi
+done
+printf 'fuzz: %d executions in all\n' "$total"
+exit $failed
