@@ -57,6 +57,7 @@ void print_check_table(const check::CheckReport& r, bool with_header) {
   for (auto& s : r.schedules) {
     auto* b = s.first_bad();
     std::string what = b ? b->label + ": " + (b->findings.empty() ? "" : b->findings.front()) : s.error;
+    what = printable(what);
     if (what.size() > 110) what = what.substr(0, 107) + "...";
     std::printf("%-14s %6zu  %-13s %s\n", s.name.c_str(), s.steps.size(),
                 s.clean() ? "clean" : s.error.empty() ? "CONTAMINATED" : "ERROR", what.c_str());
@@ -113,7 +114,7 @@ int check_cmd(const CheckArgs& a) {
   if (!rep.is_ok()) return fail(cmd, rep.status());
   if (!a.quiet) {
     std::printf("bulkhead check: %s on %s (threads %d)\n",
-                o.back ? (o.front.name + " -> " + o.back->name).c_str() : o.front.name.c_str(), rep->device_description.c_str(), o.threads);
+                printable(o.back ? o.front.name + " -> " + o.back->name : o.front.name).c_str(), rep->device_description.c_str(), o.threads);
     print_check_table(*rep, true);
   }
   if (!a.no_report) {
@@ -122,7 +123,8 @@ int check_cmd(const CheckArgs& a) {
     if (!a.quiet) std::printf("report: %s/report.html, %s/report.json; repro bundle: %s/bundle (rerun.sh)\n", a.report.c_str(),
                               a.report.c_str(), a.report.c_str());
   }
-  std::printf("verdict: %s%s\n", rep->verdict().c_str(), rep->first_bad_step().empty() ? "" : (" — first bad step " + rep->first_bad_step()).c_str());
+  std::printf("verdict: %s%s\n", rep->verdict().c_str(),
+              rep->first_bad_step().empty() ? "" : (" — first bad step " + printable(rep->first_bad_step())).c_str());
   return rep->exit_code();
 }
 

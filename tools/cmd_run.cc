@@ -182,11 +182,11 @@ int run_cmd(const RunArgs& a) {
     std::sort(prof.begin(), prof.end(), [](const NodeProfile& x, const NodeProfile& y) { return x.ms > y.ms; });
     std::printf("slowest nodes:\n");
     for (size_t i = 0; i < prof.size() && i < 8; ++i)
-      std::printf("  %-28s %-14s %9.3f ms  %s\n", prof[i].node.c_str(), prof[i].op_type.c_str(), prof[i].ms,
+      std::printf("  %-28s %-14s %9.3f ms  %s\n", printable(prof[i].node).c_str(), printable(prof[i].op_type).c_str(), prof[i].ms,
                   prof[i].shapes.c_str());
   }
   if (!a.quiet) {
-    std::printf("model %s\n", a.model.c_str());
+    std::printf("model %s\n", printable(a.model).c_str());
     for (auto& [dev, n] : session->placement()) std::printf("  %s: %d nodes\n", dev.c_str(), n);
     for (auto& m : session->memory()) {
       std::printf("  %s memory: peak %s in use, %s kept for reuse", m.device.c_str(), bytes_text(m.stats.peak).c_str(),
@@ -196,7 +196,8 @@ int run_cmd(const RunArgs& a) {
                     m.stats.arena_blocks);
       std::printf("\n");
     }
-    for (auto& [name, t] : *outs) std::printf("output %-24s %-20s %s\n", name.c_str(), t.describe().c_str(), stats(t).c_str());
+    for (auto& [name, t] : *outs)
+      std::printf("output %-24s %-20s %s\n", printable(name).c_str(), t.describe().c_str(), stats(t).c_str());
   }
   std::printf("session created in %.3f ms\n", create_ms);
   std::vector<double> sorted = ms;
@@ -225,7 +226,7 @@ int run_cmd(const RunArgs& a) {
     }
     Status s = io::write_files_all_or_nothing(files);
     if (!s.is_ok()) return fail(cmd, s);
-    for (auto& [path, bytes] : files) std::printf("wrote %s\n", path.c_str());
+    for (auto& [path, bytes] : files) std::printf("wrote %s\n", printable(path).c_str());
   }
   return 0;
 }
