@@ -81,8 +81,8 @@ for h in "${harnesses[@]}"; do
   rc=$?
   set -e
   execs=$(awk -F: '/stat::number_of_executed_units/ {gsub(/ /, "", $2); n = $2} END {print n + 0}' "$log")
-  if [ "$execs" = 0 ]; then  # -fork mode reports as it goes
-    execs=$(grep -o 'exec/s\|#[0-9]*' "$log" | grep -o '[0-9]*' | tail -n1)
+  if [ "$execs" = 0 ]; then  # no final statistics (a crash, or -fork): the last progress line
+    execs=$(grep -oE '^#[0-9]+' "$log" | tail -n1 | tr -d '#')
     execs=${execs:-0}
   fi
   total=$((total + execs))

@@ -298,7 +298,7 @@ Status rule_pool(Ctx& c) {
   const Dims* x = c.in_shape(0);
   if (!x) return Status::ok();
   if (x->size() < 3) {
-    c.out[0].shape.reset();
+    if (c.num_outputs() > 0) c.out[0].shape.reset();
     return Status::ok();
   }
   const size_t nsp = x->size() - 2;

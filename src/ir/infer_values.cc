@@ -158,7 +158,7 @@ Status rule_bit_cast(Ctx& c) {
 }
 
 Status rule_identity(Ctx& c) {
-  if (const ValueInfo* v = c.in(0)) {
+  if (const ValueInfo* v = c.in(0); v && c.num_outputs() > 0) {
     c.out[0] = *v;
     c.out[0].name.clear();
   }

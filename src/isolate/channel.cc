@@ -143,8 +143,9 @@ RecvState Channel::recv(Message& m, int timeout_ms, std::string* error) {
       return RecvState::kError;
     }
     std::memcpy(&h, buf.data(), sizeof h);
-    const size_t want_fds = h.nfds + ((h.flags & kPayloadInFd) ? 1 : 0);
-    if (h.magic != kMagic || want_fds != fds.size()) {
+    // In size_t: a count near 2^32 must not wrap to the number of descriptors received.
+    const size_t want_fds = static_cast<size_t>(h.nfds) + ((h.flags & kPayloadInFd) ? 1 : 0);
+    if (h.magic != kMagic || h.nfds > static_cast<uint32_t>(kMaxFds) || want_fds != fds.size()) {
       *error = h.magic != kMagic ? "a message from the peer has a bad header (is the worker the same bulkhead version?)"
                                  : "a message from the peer carries " + std::to_string(fds.size()) +
                                        " descriptors, " + std::to_string(want_fds) + " announced";

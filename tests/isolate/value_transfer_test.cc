@@ -322,3 +322,46 @@ TEST(Channel, LargePayloadsAndDescriptorsArrive) {
 
 }  // namespace
 }  // namespace bulkhead::test
+
+namespace bulkhead::isolate {
+namespace {
+
+// Raw records a broken or hostile peer could send are errors, never a crash (found by
+// fuzz/protocol_fuzz.cc: a descriptor count of 2^32 - 1 with the payload-in-memfd flag
+// wrapped to 0 descriptors expected, and the receiver took one from an empty list).
+TEST(Channel, MalformedRecordsAreErrors) {
+  struct Record {
+    const char* what;
+    std::string bytes;
+  };
+  auto header = [](uint32_t magic, uint32_t flags, uint32_t nfds, uint64_t payload) {
+    std::string h(32, '\0');
+    std::memcpy(&h[0], &magic, 4);
+    std::memcpy(&h[16], &flags, 4);
+    std::memcpy(&h[20], &nfds, 4);
+    std::memcpy(&h[24], &payload, 8);
+    return h;
+  };
+  const Record records[] = {
+      {"count that wraps", header(0x314b4842, 1, 0xffffffffu, 16)},
+      {"more descriptors than allowed", header(0x314b4842, 0, 9, 0)},
+      {"descriptors announced, none sent", header(0x314b4842, 0, 2, 0)},
+      {"payload in a memfd that is not there", header(0x314b4842, 1, 0, 1 << 20)},
+      {"bad magic", header(0x12345678, 0, 0, 0)},
+      {"too short", std::string(5, 'x')},
+  };
+  for (const auto& r : records) {
+    int sv[2];
+    ASSERT_EQ(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv), 0);
+    Channel rx{UniqueFd(sv[0])};
+    ASSERT_EQ(::send(sv[1], r.bytes.data(), r.bytes.size(), MSG_NOSIGNAL), static_cast<ssize_t>(r.bytes.size())) << r.what;
+    ::close(sv[1]);
+    Message m;
+    std::string err;
+    EXPECT_EQ(rx.recv(m, 1000, &err), RecvState::kError) << r.what;
+    EXPECT_FALSE(err.empty()) << r.what;
+  }
+}
+
+}  // namespace
+}  // namespace bulkhead::isolate
