@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "bulkhead/status.h"
 #include "ir/graph.h"
 
 namespace bulkhead {
@@ -16,6 +17,30 @@ struct ConvAttrs {
   int64_t group = 1;
   bool has_pads = false;
 };
+
+// Kernel sizes, strides, dilations, pads and groups past this are refused: below it every
+// output-size computation of a convolution or pooling fits in int64 (dimensions are below
+// 2^40), and no real model comes near it.
+constexpr int64_t kMaxGeometry = (int64_t{1} << 31) - 1;
+
+// invalid_argument naming `name` when a value of `v` is beyond +-kMaxGeometry.
+inline Status check_geometry(const char* name, const std::vector<int64_t>& v, const std::string& where) {
+  for (int64_t x : v)
+    if (x > kMaxGeometry || x < -kMaxGeometry)
+      return invalid_argument(where + "attribute '" + name + "' holds " + std::to_string(x) + ", beyond the supported +-" +
+                              std::to_string(kMaxGeometry));
+  return Status::ok();
+}
+
+inline Status check_conv_attrs(const ConvAttrs& a, const std::string& where) {
+  for (auto [name, v] : {std::pair<const char*, const std::vector<int64_t>*>{"kernel_shape", &a.kernel_shape},
+                         {"strides", &a.strides}, {"dilations", &a.dilations}, {"pads", &a.pads},
+                         {"output_padding", &a.output_padding}, {"output_shape", &a.output_shape}})
+    BH_RETURN_IF_ERROR(check_geometry(name, *v, where));
+  if (a.group < 1 || a.group > kMaxGeometry)
+    return invalid_argument(where + "group must be between 1 and " + std::to_string(kMaxGeometry) + ", got " + std::to_string(a.group));
+  return Status::ok();
+}
 
 inline ConvAttrs parse_conv_attrs(const ir::Node& n) {
   ConvAttrs a;

@@ -338,8 +338,8 @@ void Ctx::set_shape(int o, Dims d) {
   if (o < 0 || o >= num_outputs()) return;
   out[o].shape = std::move(d);
 }
-void Ctx::set_rank(int o, int rank) {
-  if (rank >= 0) set_shape(o, Dims(static_cast<size_t>(rank)));
+void Ctx::set_rank(int o, int64_t rank) {
+  if (rank >= 0 && rank <= kMaxInferredRank) set_shape(o, Dims(static_cast<size_t>(rank)));
 }
 void Ctx::same_as_input(int o, int i) {
   set_type(o, in_type(i));

@@ -110,6 +110,10 @@ struct Data {
 
 // Constants larger than this are not tracked element by element.
 constexpr size_t kMaxDataElems = 64;
+// The largest rank inference will write down: a rank read from a shape input (Expand,
+// ConstantOfShape) past this is left unknown rather than allocated (a corrupt model can
+// say 2^31).
+constexpr int64_t kMaxInferredRank = 64;
 
 class Scope;
 
@@ -144,7 +148,7 @@ class Ctx {
   int num_outputs() const { return static_cast<int>(out.size()); }
   void set_type(int o, DataType t);
   void set_shape(int o, Dims d);
-  void set_rank(int o, int rank);  // shape of `rank` unknown dims
+  void set_rank(int o, int64_t rank);  // shape of `rank` unknown dims
   void set(int o, DataType t, Dims d) {
     set_type(o, t);
     set_shape(o, std::move(d));

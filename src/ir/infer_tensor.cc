@@ -70,7 +70,7 @@ Status rule_reshape(Ctx& c) {
   } else if (const Data* d = c.in_data(1)) {
     target = d->v;
   } else if (const Dims* s = c.in_shape(1); s && s->size() == 1 && (*s)[0].fixed()) {
-    c.set_rank(0, static_cast<int>((*s)[0].value));
+    c.set_rank(0, (*s)[0].value);
     return Status::ok();
   } else {
     return Status::ok();
@@ -165,8 +165,8 @@ Status rule_unsqueeze(Ctx& c) {
   if (!attr_or_input_ints(c, from_input, "axes", 1, &axes, &given)) {
     // Unknown axes: the rank is still known when the axes' count is.
     const Dims* s = c.in_shape(1);
-    if (c.in_rank(0) >= 0 && s && s->size() == 1 && (*s)[0].fixed())
-      c.set_rank(0, c.in_rank(0) + static_cast<int>((*s)[0].value));
+    if (c.in_rank(0) >= 0 && s && s->size() == 1 && (*s)[0].fixed() && (*s)[0].value <= kMaxInferredRank)
+      c.set_rank(0, c.in_rank(0) + (*s)[0].value);
     return Status::ok();
   }
   const Dims* in = c.in_shape(0);
@@ -432,7 +432,7 @@ Status rule_expand(Ctx& c) {
   Dims target;
   if (const Data* d = c.in_data(1)) {
     target = d->dims();
-  } else if (const Dims* s = c.in_shape(1); s && s->size() == 1 && (*s)[0].fixed()) {
+  } else if (const Dims* s = c.in_shape(1); s && s->size() == 1 && (*s)[0].fixed() && (*s)[0].value <= kMaxInferredRank) {
     target.resize(static_cast<size_t>((*s)[0].value));
   } else {
     return Status::ok();

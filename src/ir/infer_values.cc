@@ -93,7 +93,7 @@ Status rule_constant_of_shape(Ctx& c) {
       c.set_data(0, std::move(out));
     }
   } else if (const Dims* s = c.in_shape(0); s && s->size() == 1 && (*s)[0].fixed()) {
-    c.set_rank(0, static_cast<int>((*s)[0].value));
+    c.set_rank(0, (*s)[0].value);
   }
   return Status::ok();
 }

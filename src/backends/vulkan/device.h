@@ -147,6 +147,9 @@ class VulkanDevice final : public Device, public std::enable_shared_from_this<Vu
   Status submit_and_wait(VkCommandBuffer cb, VkFence fence, const std::string& what);
   // Where a tensor of this device lives; an error for any other tensor.
   Result<BufferRange> range_of(const Tensor& t) const;
+  // A staged copy between this device's memory and the host: the router's entry for this
+  // device, and how a kernel reads a small device tensor back (after flushing its run).
+  Status copy(const Tensor& src, const Tensor& dst);
 
   // Counters since the device opened, for tests and `bulkhead devices`.
   uint64_t submits() const { return submits_.load(); }          // every submit, copies included
@@ -160,7 +163,6 @@ class VulkanDevice final : public Device, public std::enable_shared_from_this<Vu
 
  private:
   VulkanDevice() = default;
-  Status copy(const Tensor& src, const Tensor& dst);  // the router's entry for this device
 
   std::shared_ptr<Instance> instance_;
   VkPhysicalDevice physical_ = VK_NULL_HANDLE;

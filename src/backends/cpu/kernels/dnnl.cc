@@ -1044,7 +1044,7 @@ Result<std::unique_ptr<Kernel>> make_conv(const KernelInfo& info, bool transpose
     return invalid_argument(info.where() + "needs inputs X and W");
   BH_RETURN_IF_ERROR(check_input_types(info, {0, 1}, {ew::kFloats, true}));
   ConvAttrs a = parse_conv_attrs(n);
-  if (a.group < 1) return invalid_argument(info.where() + "group must be positive, got " + std::to_string(a.group));
+  BH_RETURN_IF_ERROR(check_conv_attrs(a, info.where()));
   std::vector<PostOp> post;
   if (!transpose && n.has_attr("_post_ops")) {
     BH_ASSIGN_OR_RETURN(post, parse_post_ops(n, info.where()));

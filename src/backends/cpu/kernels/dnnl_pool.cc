@@ -7,6 +7,8 @@
 
 #include <oneapi/dnnl/dnnl.hpp>
 
+#include "backend/conv_attrs.h"
+
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -68,6 +70,9 @@ Status resolve_pool(const PoolAttrs& a, const Shape& x, const std::string& where
     *out = v;
     return Status::ok();
   };
+  for (auto [name, v] : {std::pair<const char*, const std::vector<int64_t>*>{"kernel_shape", &a.kernel_shape},
+                         {"strides", &a.strides}, {"dilations", &a.dilations}, {"pads", &a.pads}})
+    BH_RETURN_IF_ERROR(check_geometry(name, *v, where));
   std::vector<int64_t> pads;
   BH_RETURN_IF_ERROR(fill(a.strides, 1, nsp, "strides", &g->s));
   BH_RETURN_IF_ERROR(fill(a.dilations, 1, nsp, "dilations", &g->d));

@@ -92,7 +92,7 @@ Result<VkConvAttrs> parse_attrs(const KernelInfo& info, bool transpose) {
   BH_RETURN_IF_ERROR(require_types(info, {DataType::kFloat32}));
   VkConvAttrs a;
   static_cast<ConvAttrs&>(a) = parse_conv_attrs(n);
-  if (a.group < 1) return unsupported(info.where() + "group must be positive");
+  BH_RETURN_IF_ERROR(check_conv_attrs(a, info.where()));
   if (transpose && n.has_attr("_post_ops"))
     return unsupported(info.where() + "the Vulkan ConvTranspose has no fused post-ops");
   if (!transpose) BH_RETURN_IF_ERROR(parse_post_ops(info, &a));

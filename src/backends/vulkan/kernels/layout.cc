@@ -436,20 +436,34 @@ struct GatherPush {
   uint32_t n, words, idx_words, count, dim, inner;
 };
 
-// `host_indices`: the constant indices as int64, read once when the kernel was made. Every
-// index is checked against the gathered axis as the CPU kernel checks it, so that an index
-// out of range is the same error on both backends (the shader itself cannot report one).
-Status gather_compute(KernelContext& ctx, int64_t axis_attr, const std::vector<int64_t>& host_indices) {
+// Every index is checked on the host against the gathered axis, as the CPU kernel checks
+// it, so that an index out of range is the same error on both backends (the shader itself
+// can only write zeros for one). Constant indices (`host_indices`) were read once when the
+// kernel was made; indices computed at run time are read back from the device — the run's
+// work so far is submitted first — a small copy, and a sync point only for such Gathers.
+Status gather_compute(KernelContext& ctx, int64_t axis_attr, const std::vector<int64_t>* host_indices) {
   const Tensor* x = ctx.input(0);
   const Tensor* ind = ctx.input(1);
   if (!x || !ind) return invalid_argument(ctx.where() + "missing data or indices");
   if (x->rank() == 0) return invalid_argument(ctx.where() + "data must have rank >= 1");
   BH_ASSIGN_OR_RETURN(int axis, axis_in(axis_attr, x->rank(), ctx.where()));
   const Shape& in = x->shape();
-  for (int64_t i : host_indices)
-    if (i < -in[axis] || i >= in[axis])
-      return invalid_argument(ctx.where() + "index " + std::to_string(i) + " is out of range for a dimension of size " +
-                              std::to_string(in[axis]));
+  std::vector<int64_t> read_back;
+  if (!host_indices && ind->numel() > 0) {
+    BH_ASSIGN_OR_RETURN(RunState * rs0, run_state(ctx));
+    BH_RETURN_IF_ERROR(rs0->flush());
+    Tensor h = Tensor::host(ind->dtype(), ind->shape());
+    BH_RETURN_IF_ERROR(rs0->device().copy(*ind, h).with_context(ctx.where() + "reading the indices back: "));
+    read_back.resize(static_cast<size_t>(h.numel()));
+    for (int64_t i = 0; i < h.numel(); ++i)
+      read_back[i] = h.dtype() == DataType::kInt64 ? h.data<int64_t>()[i] : h.data<int32_t>()[i];
+    host_indices = &read_back;
+  }
+  if (host_indices)
+    for (int64_t i : *host_indices)
+      if (i < -in[axis] || i >= in[axis])
+        return invalid_argument(ctx.where() + "index " + std::to_string(i) + " is out of range for a dimension of size " +
+                                std::to_string(in[axis]));
   Shape shape(in.begin(), in.begin() + axis);
   shape.insert(shape.end(), ind->shape().begin(), ind->shape().end());
   shape.insert(shape.end(), in.begin() + axis + 1, in.end());
@@ -475,16 +489,14 @@ Status gather_compute(KernelContext& ctx, int64_t axis_attr, const std::vector<i
 Factory make_gather(const KernelInfo& info) {
   BH_RETURN_IF_ERROR(require_types(info, kMoved, {0}));
   BH_RETURN_IF_ERROR(require_types(info, {DataType::kInt64, DataType::kInt32}, {1}));
-  // Indices computed at run time would live on the device, where an index out of range
-  // can only become zeros: those Gathers run on the CPU, which reports it.
-  if (!info.input_is_constant(1))
-    return unsupported(info.where() + "indices computed at run time (the Vulkan Gather takes constant indices, checked on the host)");
+  const int64_t axis = info.node.attr_int("axis", 0);
+  if (!info.input_is_constant(1) || !info.constant_inputs[1].on_host())
+    return make_kernel([axis](KernelContext& ctx) { return gather_compute(ctx, axis, nullptr); });
   const Tensor& c = info.constant_inputs[1];
   std::vector<int64_t> indices(static_cast<size_t>(c.numel()));
   for (int64_t i = 0; i < c.numel(); ++i)
     indices[i] = c.dtype() == DataType::kInt64 ? c.data<int64_t>()[i] : c.data<int32_t>()[i];
-  const int64_t axis = info.node.attr_int("axis", 0);
-  return make_kernel([axis, indices](KernelContext& ctx) { return gather_compute(ctx, axis, indices); });
+  return make_kernel([axis, indices](KernelContext& ctx) { return gather_compute(ctx, axis, &indices); });
 }
 
 // ---------------------------------------------------------------------------------------
