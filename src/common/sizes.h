@@ -17,6 +17,10 @@ inline Status shape_size_error(DataType t, const Shape& s) {
   return invalid_argument(dtype_name(t) + shape_to_string(s) + " is too large: its size overflows 64 bits");
 }
 
+// a * b for dimensions computed from input values or attributes (Tile's repeats, a
+// Resize's scales): false when it overflows int64.
+inline bool checked_mul(int64_t a, int64_t b, int64_t* out) { return !__builtin_mul_overflow(a, b, out); }
+
 // The bytes a tensor of type `t` and shape `s` occupies.
 inline Result<size_t> tensor_nbytes(DataType t, const Shape& s) {
   size_t n = 0;

@@ -495,7 +495,9 @@ Status rule_loop(Ctx& c) {
 // Scan (opset >= 9): inputs are N states then M scan inputs; the body takes states and
 // one slice of each scan input and returns states and K per-iteration outputs.
 Status rule_scan(Ctx& c) {
-  const int m = static_cast<int>(c.node.attr_int("num_scan_inputs", 0));
+  const int64_t m64 = c.node.attr_int("num_scan_inputs", 0);
+  if (m64 < 0 || m64 > c.num_inputs()) return Status::ok();  // the kernel reports it
+  const int m = static_cast<int>(m64);
   if (c.opset() < 9) {
     // Opset 8: a batch axis and sequence_lens in front; element types only.
     BH_ASSIGN_OR_RETURN(auto body_out, c.infer_subgraph("body", {}));

@@ -653,8 +653,9 @@ Result<std::unique_ptr<Kernel>> make_recurrent(Cell cell, const KernelInfo& info
     if (!(cfg.clip >= 0)) return invalid_argument(where + "clip must be non-negative");
   }
   cfg.input_forget = cell == Cell::kLstm && n.attr_int("input_forget", 0) != 0;
-  cfg.layout = static_cast<int>(n.attr_int("layout", 0));
-  if (cfg.layout != 0 && cfg.layout != 1) return invalid_argument(where + "layout must be 0 or 1");
+  const int64_t layout = n.attr_int("layout", 0);
+  if (layout != 0 && layout != 1) return invalid_argument(where + "layout must be 0 or 1");
+  cfg.layout = static_cast<int>(layout);
   cfg.linear_before_reset = cell == Cell::kGru && n.attr_int("linear_before_reset", 0) != 0;
 
   const int na = cell_acts(cell);

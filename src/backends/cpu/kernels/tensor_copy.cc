@@ -14,6 +14,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "common/sizes.h"
 #include "backends/cpu/cpu_kernels.h"
 #include "backends/cpu/cpu_util.h"
 
@@ -868,7 +869,9 @@ Result<std::unique_ptr<Kernel>> make_tile(const KernelInfo& info) {
       st.push_back(0);
       view.push_back(x->shape()[d]);
       st.push_back(in_st[d]);
-      out_shape[d] = reps[d] * x->shape()[d];
+      if (!checked_mul(reps[d], x->shape()[d], &out_shape[d]))
+        return invalid_argument(ctx.where() + "repeats " + std::to_string(reps[d]) + " of a dimension of size " +
+                                std::to_string(x->shape()[d]) + " overflow the output's size");
     }
     BH_RETURN_IF_ERROR(need_host(*x, ctx.where(), "input"));
     BH_ASSIGN_OR_RETURN(Tensor out, ctx.allocate_output(0, x->dtype(), out_shape));
