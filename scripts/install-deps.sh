@@ -13,6 +13,9 @@ packages=(
   nlohmann-json3-dev libcli11-dev libfmt-dev
   googletest libgtest-dev libgmock-dev libbenchmark-dev
   libvulkan-dev glslc mesa-vulkan-drivers vulkan-validationlayers
+  # The Python package (pybind11, numpy and pytest for Debian's /usr/bin/python3; onnx
+  # for the tests' small models).
+  python3-dev pybind11-dev python3-numpy python3-pytest python3-onnx
   # The fuzz harnesses (scripts/fuzz.sh): clang with libFuzzer and the sanitizer runtimes,
   # and the OpenMP runtime clang's -fopenmp links.
   clang libclang-rt-14-dev libomp-dev

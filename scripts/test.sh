@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Installs what is missing, builds bulkhead and runs every test:
-#   1. the release build: unit, concurrency, CLI, real-model and conformance tests;
+#   1. the release build: unit, concurrency, CLI, real-model and conformance tests, the
+#      C API (from C, and installed and used from outside the tree) and the Python
+#      package (Debian's python3-pytest), examples included;
 #   2. the unit tests again under AddressSanitizer + UndefinedBehaviorSanitizer
 #      (LeakSanitizer included);
 #   3. the concurrency and process-isolation tests under ThreadSanitizer;
@@ -28,7 +30,7 @@ cmake --build build -j "$jobs"
 step "ASan + UBSan build: unit tests"
 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBULKHEAD_SANITIZE=address \
   -DBULKHEAD_SHARED_DIR="$shared" >/dev/null
-cmake --build build-asan -j "$jobs" --target memory_test io_test stress_test import_test infer_test session_test optimize_test layout_test executor_test faulty_test check_test
+cmake --build build-asan -j "$jobs" --target capi_test memory_test io_test stress_test import_test infer_test session_test optimize_test layout_test executor_test faulty_test check_test
 (cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --output-on-failure -L unit)
 

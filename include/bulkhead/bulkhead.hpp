@@ -70,6 +70,10 @@ struct SessionOptions {
   // also isolation=process, worker_timeout_ms=N, worker_binary=PATH, submit_policy=split,
   // max_file_bytes=N[K|M|G], max_tensor_bytes=N[K|M|G], max_loop_iterations=N, run_timeout_ms=N.
   static Result<SessionOptions> parse(const std::string& spec);
+  // Applies an option string of the same form onto these options: all or nothing.
+  Status apply(const std::string& spec);
+  // Whether every option holds a valid value (what loading a session checks first).
+  Status validate() const;
 };
 
 // Time spent in one node during a profiled run.

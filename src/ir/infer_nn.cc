@@ -525,7 +525,7 @@ Status rule_attention(Ctx& c) {
   const Dims* q = c.in_shape(0);
   const Dims* k = c.in_shape(1);
   const Dims* v = c.in_shape(2);
-  if (!q || !k || !v) return Status::ok();
+  if (!q || !k || !v || q->empty()) return Status::ok();  // a rank-0 Q is refused by the kernel
   const int64_t qh = c.node.attr_int("q_num_heads", 0), kvh = c.node.attr_int("kv_num_heads", 0);
   Dim batch = (*q)[0], sq, hq, kv_heads, skv, dk, dv;
   if (q->size() == 4) {

@@ -172,6 +172,14 @@ Status check_input(const IoInfo& io, const Value& v) {
 
 Result<SessionOptions> SessionOptions::parse(const std::string& spec) {
   SessionOptions o;
+  BH_RETURN_IF_ERROR(o.apply(spec));
+  return o;
+}
+
+Status SessionOptions::validate() const { return check_options(*this); }
+
+Status SessionOptions::apply(const std::string& spec) {
+  SessionOptions o = *this;
   size_t pos = 0;
   while (pos < spec.size()) {
     size_t end = spec.find(';', pos);
@@ -242,7 +250,8 @@ Result<SessionOptions> SessionOptions::parse(const std::string& spec) {
                               "run_timeout_ms)");
     }
   }
-  return o;
+  *this = std::move(o);
+  return Status::ok();
 }
 
 Result<Session> Env::load(const std::string& path, const SessionOptions& options) const {

@@ -407,6 +407,16 @@ TEST(Infer, AbsurdAttributesLeaveShapesUnknown) {
   }
 }
 
+// Found by fuzzing: Attention's inference read Q's first dimension when Q is a scalar.
+TEST(Infer, AttentionWithScalarQueryLeavesShapesUnknown) {
+  auto m = load_text(model("g (float q, float[2,6,8] k, float[2,6,8] v) => (y) "
+                           "{ y = Attention<q_num_heads = 2, kv_num_heads = 2>(q, k, v) }", 23));
+  ASSERT_TRUE(m.is_ok()) << m.status().to_string();
+  const ir::ValueInfo* y = m->graph->info("y");
+  ASSERT_NE(y, nullptr);
+  EXPECT_FALSE(y->shape.has_value()) << y->type_string();
+}
+
 TEST(Infer, StaticShapes) {
   auto s = load_text(model("g (float[2,3] x) => (y) { t = Relu(x) y = Transpose(t) }"));
   ASSERT_TRUE(s.is_ok());

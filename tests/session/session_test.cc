@@ -158,6 +158,17 @@ g (float[N] x, int64[2] shape) => (float[A,B] y) { y = Reshape(x, shape) })");
   EXPECT_NE(r.status().message().find("Reshape"), std::string::npos) << r.status().message();
 }
 
+// Found by fuzzing (fuzz/model_fuzz.cc): opset-6 broadcasting with an axis near INT64_MAX
+// overflowed `axis + rank` in the Add kernel's shape check.
+TEST(Session, LegacyBroadcastAxisNearInt64MaxIsAnError) {
+  Env env;
+  Session s = load_text(env, R"(<ir_version: 3, opset_import: ["" : 6]>
+g (float[2,3] a, float[3] b) => (float[2,3] y) { y = Add <broadcast = 1, axis = 9223372036854775807> (a, b) })");
+  auto r = s.run({{"a", ones({2, 3})}, {"b", ones({3})}});
+  ASSERT_FALSE(r.is_ok());
+  EXPECT_NE(r.status().message().find("does not fit B of rank 1"), std::string::npos) << r.status().message();
+}
+
 TEST(Session, OutputsNeverAliasInputsOrWeights) {
   Env env;
   // y passes the input through; w is a weight returned as is; v is a view of the weight.

@@ -351,7 +351,7 @@ Result<BinaryShapes> binary_shapes(const ir::Node& node, const Tensor& a, const 
     if (node.has_attr("axis")) {
       int64_t axis = node.attr_int("axis", 0);
       if (axis < 0) axis += ra;
-      if (axis < 0 || axis + rb > ra)
+      if (axis < 0 || axis > ra - rb)  // (axis + rb would overflow for an axis near INT64_MAX)
         return invalid_argument(where + "axis " + std::to_string(node.attr_int("axis", 0)) + " does not fit B of rank " +
                                 std::to_string(rb) + " into A of rank " + std::to_string(ra));
       Shape nb(static_cast<size_t>(ra), 1);

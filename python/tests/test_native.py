@@ -1,0 +1,120 @@
+"""bulkhead's own API: Env, sessions with every option, devices, copies, memory, check."""
+import os
+
+import numpy as np
+import pytest
+
+import bulkhead
+from conftest import REAL, inputs_of, model_path, reference
+
+
+def test_several_envs_and_devices():
+    a, b = bulkhead.Env(), bulkhead.Env()
+    assert "cpu" in a.backends()
+    names = [d["name"] for d in a.devices()]
+    assert "cpu:0" in names and names == [d["name"] for d in b.devices()]
+    assert a.open_device_count() == 0
+    assert bulkhead.devices()[0]["name"] == "cpu:0"
+
+
+@pytest.mark.parametrize("name", sorted(REAL))
+def test_real_models(env, name):
+    s = env.load(model_path(name), devices=["cpu"], threads=1, optimization_level=2, graph_capture=True)
+    out = s.run(inputs_of(name))
+    for n, v in out.items():
+        assert float(np.max(np.abs(v - reference(name, n)))) <= REAL[name]
+    assert sum(s.placement().values()) > 0
+    mem = s.memory()
+    assert mem and all(m["peak"] > 0 for m in mem.values())
+    assert s.worker_pid == -1
+
+
+def test_process_isolation(env):
+    s = env.load(model_path("silero_vad_v5"), isolation="process", worker_timeout_ms=30000, threads=1)
+    assert s.worker_pid > 0 and s.worker_pid != os.getpid()
+    out = s.run(inputs_of("silero_vad_v5"))
+    np.testing.assert_allclose(out["output"], reference("silero_vad_v5", "output"), atol=1e-5)
+    assert s.memory() == {}
+
+
+def test_options(env):
+    p = model_path("silero_vad_v5")
+    s = env.load(p, "threads=1;graph_capture=0", max_tensor_bytes=1 << 30, max_loop_iterations=100, run_timeout_ms=60000)
+    assert s.run(inputs_of("silero_vad_v5"), outputs=["stateN"]).keys() == {"stateN"}
+    with pytest.raises(bulkhead.InvalidArgument, match="unknown session option 'thread'"):
+        env.load(p, thread=1)
+    with pytest.raises(ValueError, match="isolation"):
+        env.load(p, isolation="threads")
+    with pytest.raises(ValueError, match="threads"):
+        env.load(p, threads=-2)
+    with pytest.raises(ValueError, match="graph_capture must be True or False"):
+        env.load(p, graph_capture=1)
+    with pytest.raises(ValueError, match="devices must be"):
+        env.load(p, devices=[])
+    with pytest.raises(bulkhead.NotFound, match="nosuch"):
+        env.load(p, devices=["nosuch"])
+    with pytest.raises(ValueError, match="empty entry"):
+        env.load(p, "devices=cpu,,cpu")
+
+
+def test_limits_raise_and_leave_the_session_usable(env):
+    s = env.load(model_path("ppocrv4_rec"), max_tensor_bytes=1024, threads=1)
+    with pytest.raises(bulkhead.ResourceExhausted, match="max_tensor_bytes|limit") as e:
+        s.run(inputs_of("ppocrv4_rec"))
+    assert isinstance(e.value, MemoryError)
+    with pytest.raises(bulkhead.DeadlineExceeded) as e:
+        env.load(model_path("ppocrv4_det"), threads=1).run(inputs_of("ppocrv4_det"), timeout_ms=1)
+    assert isinstance(e.value, TimeoutError)
+
+
+def test_copies_between_host_and_devices(env):
+    src = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
+    devices = ["cpu"] + [d["name"] for d in env.devices() if d["backend"] == "vulkan"][:1]
+    for dev in devices:
+        t = env.tensor(src, device=dev)
+        assert t.shape == (2, 3, 4) and t.dtype == "float32"
+        np.testing.assert_array_equal(t.numpy(), src)
+        back = np.zeros_like(src)
+        env.copy(t, back)
+        np.testing.assert_array_equal(back, src)
+        z = env.empty((2, 3, 4), "float32", dev)
+        env.copy(t, z)
+        np.testing.assert_array_equal(z.numpy(), src)
+    with pytest.raises(ValueError, match="differ"):
+        env.copy(src, np.zeros((3, 3), np.float32))
+    with pytest.raises(ValueError, match="writable"):
+        ro = np.zeros_like(src)
+        ro.flags.writeable = False
+        env.copy(src, ro)
+    with pytest.raises(bulkhead.NotFound):
+        env.empty((2,), "float32", "nosuch:1")
+    with pytest.raises(ValueError, match="element type"):
+        env.empty((2,), "complex", "cpu")
+    with pytest.raises(ValueError, match="dimensions"):
+        env.empty((2, -1), "float32", "cpu")
+
+
+def test_tensor_inputs(env):
+    s = env.load(model_path("silero_vad_v5"), threads=1)
+    feed = inputs_of("silero_vad_v5")
+    feed_t = {k: env.tensor(v) for k, v in feed.items()}
+    np.testing.assert_array_equal(s.run(feed)["output"], s.run(feed_t)["output"])
+
+
+def test_check_clean_and_contaminated(tmp_path):
+    feed = inputs_of("silero_vad_v5")
+    r = bulkhead.check(model_path("silero_vad_v5"), inputs=feed, schedules=["same_process"], report=str(tmp_path / "rep"))
+    assert r.verdict == "clean" and r.exit_code == 0 and r.clean and r.first_bad_step == ""
+    assert os.path.isfile(str(tmp_path / "rep" / "report.json"))
+    assert r.schedules[0]["name"] == "same_process" and r.schedules[0]["verdict"] == "clean"
+    f, g = bulkhead.demo_pipeline()
+    ok = bulkhead.check(f, pipeline=g, devices=["faulty:none"], schedules=["same_process"], report=None)
+    assert ok.verdict == "clean", ok
+    bad = bulkhead.check(f, pipeline=g, devices=["faulty:shared-scratch"], schedules=["same_process"], report=None)
+    assert bad.verdict == "contaminated" and bad.exit_code == 2 and bad.first_bad_step and bad.report is None
+    with pytest.raises(FileNotFoundError):
+        bulkhead.check(str(tmp_path / "nope.onnx"))
+    with pytest.raises(ValueError, match="threads"):
+        bulkhead.check(model_path("silero_vad_v5"), threads=0)
+    with pytest.raises(ValueError):
+        bulkhead.check(model_path("silero_vad_v5"), schedules=["nosuch"], report=None)
