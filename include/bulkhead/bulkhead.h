@@ -27,7 +27,8 @@
  * out-parameter is required is a BH_INVALID_ARGUMENT status, never a crash.
  *
  * HANDLES. Every handle is opaque, created by a create_* function and released by the
- * matching release_* function, which accepts NULL. Releasing a handle ends the caller's
+ * matching release_* function, which accepts NULL and must not race with another call
+ * using the same handle. Releasing a handle ends the caller's
  * use of it; what it refers to lives on while something else needs it (a session keeps
  * its environment's devices alive; a tensor keeps the memory it owns alive). Handles may
  * be released in any order and on any thread. Passing a handle of the wrong kind, or one
@@ -215,7 +216,8 @@ typedef struct BhApi {
    * messages (may be NULL). A model with external data must be loaded from a path. */
   BhStatus* (*create_session_from_bytes)(BhEnv* env, const void* bytes, size_t size, const char* name,
                                          const BhSessionOptions* options, BhSession** out);
-  /* Waits for nothing: runs in progress on other threads hold the session until they end. */
+  /* Ends the caller's use of the session; tensors it returned stay valid. As with every
+   * handle, no other thread may be inside a call with this session when it is released. */
   void (*release_session)(BhSession* session);
 
   /* A session's signature: its required inputs and its outputs, in graph order. */

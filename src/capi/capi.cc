@@ -684,7 +684,7 @@ BhStatus* run(const BhSession* session, const BhRunOptions* options, const char*
     if (input_count && !input_names) return invalid_argument("run: 'input_names' is NULL for " + std::to_string(input_count) + " inputs");
     if (input_count && !inputs) return invalid_argument("run: 'inputs' is NULL for " + std::to_string(input_count) + " inputs");
     if (output_count && !outputs) return invalid_argument("run: 'outputs' is NULL for " + std::to_string(output_count) + " outputs");
-    const Session& s = *session->session;
+    const Session s = *session->session;  // a reference of its own for the run's length
     RunOptions ro;
     if (options) ro.timeout_ms = options->timeout_ms;
     if (output_names) {
