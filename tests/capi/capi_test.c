@@ -439,11 +439,17 @@ static void tensors(BhEnv* env) {
     float* p;
     int i;
     const char* devices[2] = {"cpu", "vulkan:0"};
-    int d;
+    int d, n_devices = 2;
+#if defined(__SANITIZE_ADDRESS__)
+    /* Under ASan the Vulkan driver (Mesa) is left out, as vulkan_test is from the ASan
+     * stage: LeakSanitizer would judge the driver's allocations, not bulkhead's. */
+    n_devices = 1;
+    printf("copy through vulkan:0: skipped under AddressSanitizer\n");
+#endif
     OK(bh->create_tensor(BH_TYPE_FLOAT32, dims, 2, &src));
     OK(bh->tensor_data(src, (void**)&p));
     for (i = 0; i < 6; ++i) p[i] = (float)i * 1.5f;
-    for (d = 0; d < 2; ++d) {
+    for (d = 0; d < n_devices; ++d) {
       BhStatus* st = bh->create_device_tensor(env, devices[d], BH_TYPE_FLOAT32, dims, 2, &mid);
       if (st) {
         CHECK(d == 1); /* no Vulkan device on this machine */
