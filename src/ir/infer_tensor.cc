@@ -419,7 +419,8 @@ Status rule_gather_nd(Ctx& c) {
   if (!data || !idx || idx->empty() || !idx->back().fixed()) return Status::ok();
   const int64_t b = c.node.attr_int("batch_dims", 0);
   const int64_t last = idx->back().value;
-  if (b < 0 || b + last > static_cast<int64_t>(data->size())) return Status::ok();
+  const int64_t rank = static_cast<int64_t>(data->size());
+  if (b < 0 || last < 0 || b > rank || last > rank - b) return Status::ok();  // (b + last may overflow)
   Dims out(idx->begin(), idx->end() - 1);
   out.insert(out.end(), data->begin() + b + last, data->end());
   c.set_shape(0, out);

@@ -393,6 +393,9 @@ TEST(Infer, AbsurdAttributesLeaveShapesUnknown) {
       "g (float[9223372036854775807,4] x) => (y) { y = Flatten<axis = 0>(x) }",
       "g (float[3,4] x) => (y) { y = Transpose<perm = [0, 5]>(x) }",
       "g (float[3,4] x) => (y) { y = Einsum<equation = \"ij,->k...\">(x) }",
+      // found by fuzz/model_fuzz.cc: batch_dims + the index depth overflowed
+      "g (float[2,3] x, int64[2,7] i) => (y) { y = GatherND<batch_dims = 9223372036854775807>(x, i) }",
+      "g (float[2,3] x, int64[2,1] i) => (y) { y = GatherND<batch_dims = 1>(x, i) }",
   };
   for (const char* c : cases) {
     auto m = load_text(model(c, 18));
