@@ -155,9 +155,16 @@ void free_shell(HandleHeader* h) {
 
 // ---- shapes and types -------------------------------------------------------------------
 
-bool valid_type(BhElementType t) {
-  return dtype_is_known(static_cast<int32_t>(t)) && t != BH_TYPE_UNDEFINED;
+// A C caller may pass any integer as an enum; loading an out-of-range value through the
+// C++ enum type is undefined, so enum arguments are read as their bytes.
+template <typename E>
+int raw_enum(const E& e) {
+  std::underlying_type_t<E> v;
+  std::memcpy(&v, &e, sizeof v);
+  return static_cast<int>(v);
 }
+
+bool valid_type(int t) { return t != BH_TYPE_UNDEFINED && dtype_is_known(static_cast<int32_t>(t)); }
 
 Result<Shape> make_shape(const int64_t* dims, size_t rank, const char* fn) {
   constexpr size_t kMaxRank = 64;
@@ -241,9 +248,10 @@ Status make_session(BhEnv* env, const BhSessionOptions* options, Result<Session>
   return Status::ok();
 }
 
-const IoInfo* io_at(const BhSession* s, BhIoSide side, size_t index, const char* fn, Status* error) {
+const IoInfo* io_at(const BhSession* s, const BhIoSide& side_arg, size_t index, const char* fn, Status* error) {
+  const int side = raw_enum(side_arg);
   if (side != BH_INPUT && side != BH_OUTPUT) {
-    *error = invalid_argument(std::string(fn) + ": side " + std::to_string(static_cast<int>(side)) +
+    *error = invalid_argument(std::string(fn) + ": side " + std::to_string(side) +
                               " is neither BH_INPUT nor BH_OUTPUT");
     return nullptr;
   }
@@ -519,10 +527,10 @@ BhStatus* session_io_count(const BhSession* s, BhIoSide side, size_t* out) {
   return guard("session_io_count", [&]() -> Status {
     BH_CHECK_HANDLE(s, "session_io_count");
     BH_CHECK_OUT(out, "session_io_count");
-    if (side != BH_INPUT && side != BH_OUTPUT)
-      return invalid_argument("session_io_count: side " + std::to_string(static_cast<int>(side)) +
-                              " is neither BH_INPUT nor BH_OUTPUT");
-    *out = (side == BH_INPUT ? s->session->inputs() : s->session->outputs()).size();
+    const int v = raw_enum(side);
+    if (v != BH_INPUT && v != BH_OUTPUT)
+      return invalid_argument("session_io_count: side " + std::to_string(v) + " is neither BH_INPUT nor BH_OUTPUT");
+    *out = (v == BH_INPUT ? s->session->inputs() : s->session->outputs()).size();
     return Status::ok();
   });
 }
@@ -731,10 +739,11 @@ BhStatus* run(const BhSession* session, const BhRunOptions* options, const char*
   });
 }
 
-BhStatus* create_tensor(BhElementType type, const int64_t* dims, size_t rank, BhTensor** out) {
+BhStatus* create_tensor(BhElementType type_arg, const int64_t* dims, size_t rank, BhTensor** out) {
   return guard("create_tensor", [&]() -> Status {
+    const int type = raw_enum(type_arg);
     BH_CHECK_OUT(out, "create_tensor");
-    if (!valid_type(type)) return invalid_argument("create_tensor: element type " + std::to_string(static_cast<int>(type)) + " is unknown");
+    if (!valid_type(type)) return invalid_argument("create_tensor: element type " + std::to_string(type) + " is unknown");
     if (type == BH_TYPE_STRING) return invalid_argument("create_tensor: string tensors are made with create_string_tensor");
     BH_ASSIGN_OR_RETURN(Shape shape, make_shape(dims, rank, "create_tensor"));
     auto dtype = static_cast<DataType>(type);
@@ -747,12 +756,13 @@ BhStatus* create_tensor(BhElementType type, const int64_t* dims, size_t rank, Bh
   });
 }
 
-BhStatus* create_tensor_borrowed(BhElementType type, const int64_t* dims, size_t rank, void* data, size_t size,
+BhStatus* create_tensor_borrowed(BhElementType type_arg, const int64_t* dims, size_t rank, void* data, size_t size,
                                  BhReleaseFn release, void* user_data, BhTensor** out) {
   return guard("create_tensor_borrowed", [&]() -> Status {
+    const int type = raw_enum(type_arg);
     BH_CHECK_OUT(out, "create_tensor_borrowed");
     if (!valid_type(type))
-      return invalid_argument("create_tensor_borrowed: element type " + std::to_string(static_cast<int>(type)) + " is unknown");
+      return invalid_argument("create_tensor_borrowed: element type " + std::to_string(type) + " is unknown");
     if (type == BH_TYPE_STRING) return invalid_argument("create_tensor_borrowed: string tensors are made with create_string_tensor");
     BH_ASSIGN_OR_RETURN(Shape shape, make_shape(dims, rank, "create_tensor_borrowed"));
     auto dtype = static_cast<DataType>(type);
@@ -795,14 +805,15 @@ BhStatus* create_string_tensor(const char* const* strings, size_t count, const i
   });
 }
 
-BhStatus* create_device_tensor(BhEnv* env, const char* device, BhElementType type, const int64_t* dims, size_t rank,
+BhStatus* create_device_tensor(BhEnv* env, const char* device, BhElementType type_arg, const int64_t* dims, size_t rank,
                                BhTensor** out) {
   return guard("create_device_tensor", [&]() -> Status {
+    const int type = raw_enum(type_arg);
     BH_CHECK_HANDLE(env, "create_device_tensor");
     BH_CHECK_STRING(device, "create_device_tensor");
     BH_CHECK_OUT(out, "create_device_tensor");
     if (!valid_type(type) || type == BH_TYPE_STRING)
-      return invalid_argument("create_device_tensor: element type " + std::to_string(static_cast<int>(type)) +
+      return invalid_argument("create_device_tensor: element type " + std::to_string(type) +
                               (type == BH_TYPE_STRING ? " (string) lives on the host only" : " is unknown"));
     BH_ASSIGN_OR_RETURN(Shape shape, make_shape(dims, rank, "create_device_tensor"));
     auto dtype = static_cast<DataType>(type);
