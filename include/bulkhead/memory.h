@@ -39,6 +39,7 @@ struct Domain {
   bool operator==(const Domain& o) const { return id == o.id; }
   bool operator!=(const Domain& o) const { return id != o.id; }
   std::string to_string() const;  // "vulkan:0/device-local#7"
+  std::string device_name() const;  // the device as options name it: "vulkan:0"; "host"
 };
 
 class Allocator;

@@ -88,8 +88,6 @@ def _config(options=None, **kwargs):
         else:
             if isinstance(v, bool) or not isinstance(v, int):
                 raise InvalidArgument("%s must be an int, got %r" % (k, v))
-            if v < 0:
-                raise InvalidArgument("bad value %d for session option '%s': expected >= 0" % (v, k))
         try:
             setattr(c, k, v)
         except TypeError:

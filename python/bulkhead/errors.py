@@ -16,25 +16,30 @@ class Error(Exception):
     code = "unknown"
 
 
-class InvalidArgument(Error, ValueError):
-    """Bad input from the caller: names, shapes, types, options."""
-
-    code = "invalid_argument"
-
-
-class NotFound(Error, FileNotFoundError):
-    """A missing file, input, output, backend or device.
-
-    It is a FileNotFoundError (an OSError) because the usual case is a model path; its
-    ``errno`` is None when what is missing is not a file."""
-
-    code = "not_found"
+class _OneMessage:
+    """For classes that are also OSErrors (FileNotFoundError, TimeoutError): keep the
+    message whole instead of OSError's (errno, strerror) reading of the arguments."""
 
     def __init__(self, *args):
         Exception.__init__(self, *args)
 
     def __str__(self):
         return Exception.__str__(self)
+
+
+class InvalidArgument(Error, ValueError):
+    """Bad input from the caller: names, shapes, types, options."""
+
+    code = "invalid_argument"
+
+
+class NotFound(_OneMessage, Error, FileNotFoundError):
+    """A missing file, input, output, backend or device.
+
+    It is a FileNotFoundError (an OSError) because the usual case is a model path; its
+    ``errno`` is None when what is missing is not a file."""
+
+    code = "not_found"
 
 
 class Unsupported(Error, NotImplementedError):
@@ -71,16 +76,10 @@ class Unavailable(Error, RuntimeError):
     code = "unavailable"
 
 
-class DeadlineExceeded(Error, TimeoutError):
+class DeadlineExceeded(_OneMessage, Error, TimeoutError):
     """A run took longer than its time limit."""
 
     code = "deadline_exceeded"
-
-    def __init__(self, *args):
-        Exception.__init__(self, *args)
-
-    def __str__(self):
-        return Exception.__str__(self)
 
 
 # Status code values (bulkhead/status.h, bulkhead.h) -> class.

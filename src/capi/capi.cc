@@ -179,11 +179,6 @@ Result<Shape> make_shape(const int64_t* dims, size_t rank, const char* fn) {
   return s;
 }
 
-std::string device_label(const Domain& d) {
-  if (d.is_host()) return "host";
-  return d.backend + ":" + std::to_string(d.device < 0 ? 0 : d.device);
-}
-
 // Memory lent by the caller (create_tensor_borrowed): handed back through its callback.
 class LentMemory final : public Allocator {
  public:
@@ -205,7 +200,7 @@ class LentMemory final : public Allocator {
 
 BhTensor* new_tensor(Tensor t) {
   auto* h = new BhTensor;
-  h->device = device_label(t.domain());
+  h->device = t.domain().device_name();
   h->tensor = std::move(t);
   return h;
 }
@@ -242,7 +237,6 @@ Status make_session(BhEnv* env, const BhSessionOptions* options, Result<Session>
   BH_RETURN_IF_ERROR(loaded.status());
   auto h = std::make_unique<BhSession>();
   h->session = std::move(loaded).value();
-  h->env = *env->env;
   h->placement = h->session->placement();
   *out = h.release();
   return Status::ok();
@@ -517,7 +511,6 @@ void release_session(BhSession* s) {
   if (!releasable(s)) return;
   try {
     s->session.reset();
-    s->env.reset();
   } catch (...) {
   }
   retire(&s->header, free_shell<BhSession>);
@@ -726,13 +719,7 @@ BhStatus* run(const BhSession* session, const BhRunOptions* options, const char*
       if (v.is_none()) continue;
       if (v.is_sequence())
         return unsupported("run: output '" + got[i].first + "' is a sequence of tensors, which API version 1 does not return");
-      Tensor t = std::move(v.tensor);
-      if (!t.on_host()) {
-        Tensor host = Tensor::host(t.dtype(), t.shape());
-        BH_RETURN_IF_ERROR(session->env->copy(t, host));
-        t = std::move(host);
-      }
-      made[i].reset(new_tensor(std::move(t)));
+      made[i].reset(new_tensor(std::move(v.tensor)));  // run() hands back host tensors
     }
     for (size_t i = 0; i < output_count; ++i) outputs[i] = made[i].release();
     return Status::ok();
@@ -816,18 +803,7 @@ BhStatus* create_device_tensor(BhEnv* env, const char* device, BhElementType typ
       return invalid_argument("create_device_tensor: element type " + std::to_string(type) +
                               (type == BH_TYPE_STRING ? " (string) lives on the host only" : " is unknown"));
     BH_ASSIGN_OR_RETURN(Shape shape, make_shape(dims, rank, "create_device_tensor"));
-    auto dtype = static_cast<DataType>(type);
-    BH_RETURN_IF_ERROR(tensor_nbytes(dtype, shape).status().with_context("create_device_tensor: "));
-    BH_ASSIGN_OR_RETURN(auto dev, env->env->impl()->acquire_device(device));
-    auto alloc = dev->create_session_allocator("C API tensor");
-    BH_ASSIGN_OR_RETURN(Tensor t, Tensor::allocate(*alloc, dtype, shape));
-    if (t.raw()) {
-      if (t.nbytes()) std::memset(t.raw(), 0, t.nbytes());
-    } else if (t.nbytes()) {
-      Tensor zeros = Tensor::host(dtype, shape);
-      std::memset(zeros.raw(), 0, zeros.nbytes());
-      BH_RETURN_IF_ERROR(env->env->copy(zeros, t));
-    }
+    BH_ASSIGN_OR_RETURN(Tensor t, env->env->impl()->allocate_zeroed(device, static_cast<DataType>(type), shape));
     *out = new_tensor(std::move(t));
     return Status::ok();
   });

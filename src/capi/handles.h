@@ -73,7 +73,6 @@ struct BhRunOptions {
 struct BhSession {
   bulkhead::capi::HandleHeader header{bulkhead::capi::HandleKind::kSession};
   std::optional<bulkhead::Session> session;
-  std::optional<bulkhead::Env> env;  // for copies of device outputs to the host
   std::vector<std::pair<std::string, int>> placement;
   std::mutex mu;                   // guards memory_devices
   std::set<std::string> memory_devices;  // names handed out by session_memory (stable addresses)

@@ -29,6 +29,11 @@ std::string Domain::to_string() const {
   return backend + ":" + std::to_string(device) + "/" + memory_kind_name(kind) + "#" + std::to_string(id);
 }
 
+std::string Domain::device_name() const {
+  if (is_host()) return "host";
+  return backend + ":" + std::to_string(device < 0 ? 0 : device);
+}
+
 Buffer::~Buffer() {
   if (allocator_) allocator_->release(data_, handle_, size_);
 }

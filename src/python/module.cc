@@ -207,7 +207,8 @@ Tensor tensor_from(py::handle obj, DataType declared, const std::string& what) {
 
 // ---- numpy out -----------------------------------------------------------------------------
 
-py::object array_from(Tensor t, const Env* env) {
+// `t` is a host tensor: a run's output, or a copy made for Tensor.numpy().
+py::object array_from(Tensor t) {
   if (t.dtype() == DataType::kString) {
     py::array out(py::dtype("O"), std::vector<py::ssize_t>(t.shape().begin(), t.shape().end()));
     auto** slots = static_cast<PyObject**>(out.mutable_data());
@@ -228,12 +229,6 @@ py::object array_from(Tensor t, const Env* env) {
     for (int64_t i = 0; i < t.numel(); ++i) dst[i] = bfloat16_to_float(src[i]);
     return out;
   }
-  if (!t.on_host()) {
-    if (!env) raise_status(internal_error("an output in device memory with no environment to copy it"));
-    Tensor host = Tensor::host(t.dtype(), t.shape());
-    ensure_ok(env->copy(t, host));
-    t = std::move(host);
-  }
   py::dtype dt = numpy_dtype(t.dtype());
   std::vector<py::ssize_t> shape(t.shape().begin(), t.shape().end()), strides(shape.size());
   py::ssize_t stride = static_cast<py::ssize_t>(dtype_size(t.dtype()));
@@ -248,14 +243,14 @@ py::object array_from(Tensor t, const Env* env) {
   return py::array(dt, shape, strides, data, base);
 }
 
-py::object value_to_python(Value v, const Env* env) {
+py::object value_to_python(Value v) {
   if (v.is_none()) return py::none();
   if (v.is_sequence()) {
     py::list l;
-    for (auto& t : v.sequence) l.append(array_from(std::move(t), env));
+    for (auto& t : v.sequence) l.append(array_from(std::move(t)));
     return l;
   }
-  return array_from(std::move(v.tensor), env);
+  return array_from(std::move(v.tensor));
 }
 
 // ---- wrapped objects -------------------------------------------------------------------------
@@ -264,10 +259,7 @@ py::object value_to_python(Value v, const Env* env) {
 struct PyTensor {
   Tensor tensor;
   std::shared_ptr<Env> env;  // for reading device memory back
-  std::string device() const {
-    Domain d = tensor.domain();
-    return d.is_host() ? "host" : d.backend + ":" + std::to_string(d.device < 0 ? 0 : d.device);
-  }
+  std::string device() const { return tensor.domain().device_name(); }
 };
 
 Value value_from(py::handle obj, const IoInfo* io, const std::string& name) {
@@ -288,7 +280,6 @@ Value value_from(py::handle obj, const IoInfo* io, const std::string& name) {
 
 struct PySession {
   Session session;
-  std::shared_ptr<Env> env;
   std::unordered_map<std::string, const IoInfo*> all_inputs;  // declared inputs by name
 
   // feed: {name: value}; outputs: names or None (every output). Returns values in order.
@@ -316,7 +307,7 @@ struct PySession {
     }
     if (!got.is_ok()) raise_status(got.status());
     py::list out;
-    for (auto& [name, v] : *got) out.append(value_to_python(std::move(v), env.get()));
+    for (auto& [name, v] : *got) out.append(value_to_python(std::move(v)));  // host tensors
     return out;
   }
 };
@@ -346,10 +337,9 @@ py::dict io_dict(const IoInfo& io) {
   return d;
 }
 
-std::shared_ptr<PySession> make_session(const std::shared_ptr<Env>& env, Result<Session> loaded) {
+std::shared_ptr<PySession> make_session(Result<Session> loaded) {
   auto s = std::make_shared<PySession>();
   s->session = unwrap(std::move(loaded));
-  s->env = env;
   // Every bindable input, for converting lists to the declared type (required ones are
   // the public inputs; initializer-defaulted ones are bound by name too).
   for (const auto& io : s->session.inputs()) s->all_inputs.emplace(io.name, &io);
@@ -402,11 +392,10 @@ PYBIND11_MODULE(_bulkhead, m) {
       .def_property_readonly("nbytes", [](const PyTensor& t) { return t.tensor.dtype() == DataType::kString ? 0 : t.tensor.nbytes(); })
       .def("numpy", [](const PyTensor& t) {
         // A copy: the array must not change when the tensor is written later.
-        if (t.tensor.dtype() != DataType::kString && t.tensor.on_host()) return array_from(t.tensor.clone_host(), t.env.get());
-        if (t.tensor.dtype() == DataType::kString) return array_from(t.tensor, t.env.get());
+        if (t.tensor.dtype() == DataType::kString) return array_from(t.tensor.clone_host());
         Tensor host = Tensor::host(t.tensor.dtype(), t.tensor.shape());
         ensure_ok(t.env->copy(t.tensor, host));
-        return array_from(std::move(host), t.env.get());
+        return array_from(std::move(host));
       }, "A host copy of the tensor as a numpy array.")
       .def("__repr__", [](const PyTensor& t) { return "<bulkhead.Tensor " + t.tensor.describe() + " on " + t.device() + ">"; });
 
@@ -451,7 +440,7 @@ PYBIND11_MODULE(_bulkhead, m) {
           py::gil_scoped_release nogil;
           r = env->load(path, o);
         }
-        return make_session(env, std::move(r));
+        return make_session(std::move(r));
       })
       .def("load_bytes", [](const std::shared_ptr<Env>& env, const py::bytes& bytes, const std::string& name, const SessionOptions& o) {
         std::string data = bytes;
@@ -460,7 +449,7 @@ PYBIND11_MODULE(_bulkhead, m) {
           py::gil_scoped_release nogil;
           r = env->load_bytes(data, name, o);
         }
-        return make_session(env, std::move(r));
+        return make_session(std::move(r));
       })
       .def("backends", &Env::backends)
       .def("devices", [](const Env& env) {
@@ -480,16 +469,10 @@ PYBIND11_MODULE(_bulkhead, m) {
       .def("empty", [](const std::shared_ptr<Env>& env, const std::vector<int64_t>& shape, const std::string& dtype,
                        const std::string& device) {
         DataType t = dtype_from_name(dtype);
-        if (t == DataType::kUndefined || t == DataType::kString)
-          raise_status(invalid_argument("unknown or unsupported element type '" + dtype + "' for a device tensor"));
+        if (t == DataType::kUndefined) raise_status(invalid_argument("unknown element type '" + dtype + "'"));
         for (int64_t d : shape)
           if (d < 0) raise_status(invalid_argument("dimensions are >= 0, got " + shape_to_string(shape)));
-        auto dev = unwrap(env->impl()->acquire_device(device));
-        auto alloc = dev->create_session_allocator("python tensor");
-        Tensor tensor = unwrap(Tensor::allocate(*alloc, t, shape));
-        Tensor zeros = Tensor::host(t, shape);
-        if (zeros.nbytes()) std::memset(zeros.raw(), 0, zeros.nbytes());
-        ensure_ok(env->copy(zeros, tensor));
+        Tensor tensor = unwrap(env->impl()->allocate_zeroed(device, t, shape));
         return std::make_shared<PyTensor>(PyTensor{std::move(tensor), env});
       }, py::arg("shape"), py::arg("dtype") = "float32", py::arg("device") = "cpu")
       .def("copy", [](const std::shared_ptr<Env>& env, py::object src, py::object dst) {

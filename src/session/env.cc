@@ -1,8 +1,10 @@
 #include <algorithm>
 #include <charconv>
+#include <cstring>
 
 #include "backends/faulty/faulty_backend.h"
 #include "backends/vulkan/vulkan_backend.h"
+#include "common/sizes.h"
 #include "session/env_impl.h"
 
 namespace bulkhead {
@@ -49,6 +51,24 @@ int EnvImpl::open_device_count() const {
   int n = 0;
   for (auto& [k, w] : devices_) n += !w.expired();
   return n;
+}
+
+Result<Tensor> EnvImpl::allocate_zeroed(const std::string& spec, DataType dtype, const Shape& shape) {
+  if (dtype == DataType::kString || dtype_size(dtype) == 0)
+    return invalid_argument("a device tensor of element type " + dtype_name(dtype) + " is refused (strings live on the host)");
+  BH_ASSIGN_OR_RETURN(size_t bytes, tensor_nbytes(dtype, shape));
+  BH_ASSIGN_OR_RETURN(auto dev, acquire_device(spec));
+  auto alloc = dev->create_session_allocator("user tensor");
+  BH_ASSIGN_OR_RETURN(Tensor t, Tensor::allocate(*alloc, dtype, shape));
+  if (bytes == 0) return t;
+  if (t.raw()) {
+    std::memset(t.raw(), 0, bytes);
+    return t;
+  }
+  Tensor zeros = Tensor::host(dtype, shape);
+  std::memset(zeros.raw(), 0, bytes);
+  BH_RETURN_IF_ERROR(router_->copy(zeros, t));
+  return t;
 }
 
 Result<std::shared_ptr<Device>> EnvImpl::acquire_device(const std::string& spec) {

@@ -19,6 +19,10 @@ class EnvImpl {
   // Opens (or finds open) the device named by `spec`: BACKEND, BACKEND:INDEX or
   // BACKEND:NAME ("cpu", "cpu:0", "vulkan:1", "faulty:shared-scratch").
   Result<std::shared_ptr<Device>> acquire_device(const std::string& spec);
+  // A zeroed tensor in the compute memory of the device named by `spec`, from an
+  // allocator of its own (the tensor keeps the device open): the far end of a
+  // process-level copy for the C and Python APIs.
+  Result<Tensor> allocate_zeroed(const std::string& spec, DataType dtype, const Shape& shape);
   Status register_backend(std::shared_ptr<Backend> backend);
   std::vector<std::string> backend_names() const;
   std::vector<DeviceInfo> devices() const;
