@@ -10,6 +10,13 @@ void add_devices(CLI::App& app) {
   auto* cmd = app.add_subcommand("devices", "List backends and devices, with driver versions and submission policies");
   cmd->callback([]() {
     Env env;
+    std::printf("%-10s %-22s %-4s %s\n", "backend", "registered by", "abi", "library");
+    for (auto& [name, o] : env.backend_origins())
+      std::printf("%-10s %-22s %-4s %s%s\n", name.c_str(), o.registered_by.c_str(),
+                  o.abi_version ? std::to_string(o.abi_version).c_str() : "-",
+                  o.library.empty() ? "(built in)" : o.library.c_str(),
+                  o.version.empty() ? "" : (" (version " + o.version + ")").c_str());
+    std::printf("\n");
     auto devs = env.devices();
     std::printf("%-10s %-50s %-16s %s\n", "device", "name", "driver", "submission policy");
     for (auto& d : devs)

@@ -1,5 +1,8 @@
 #include <cstdio>
+#include <cstdlib>
+#include <filesystem>
 #include <iostream>
+#include <vector>
 
 #include "bulkhead/bulkhead.hpp"
 #include "cli.h"
@@ -20,11 +23,43 @@ int fail(const std::string& cmd, const Status& s, int code) { return fail(cmd, s
 
 }  // namespace bulkhead::cli
 
+namespace {
+
+// --backend-lib PATH (repeatable, before or after the command): each library is loaded
+// once here so that a bad one is one clear error, then named in BULKHEAD_BACKEND_LIBS so
+// that every Env of the command — and its worker processes — loads it.
+int take_backend_libs(int argc, char** argv) {
+  std::string libs;
+  if (const char* e = std::getenv("BULKHEAD_BACKEND_LIBS")) libs = e;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i], path;
+    if (a == "--backend-lib" && i + 1 < argc) path = argv[++i];
+    else if (a.rfind("--backend-lib=", 0) == 0) path = a.substr(14);
+    else continue;
+    if (path.find(':') != std::string::npos)
+      return bulkhead::cli::fail("--backend-lib", "'" + path + "': a library path may not contain ':'", 2);
+    bulkhead::Env probe;
+    if (auto st = probe.load_backend(path); !st.is_ok()) return bulkhead::cli::fail("--backend-lib", st, 2);
+    // Absolute, so that worker processes (isolation "process") load the same file.
+    std::error_code ec;
+    std::string abs = std::filesystem::absolute(path, ec).string();
+    libs += (libs.empty() ? "" : ":") + (ec ? path : abs);
+  }
+  if (!libs.empty()) setenv("BULKHEAD_BACKEND_LIBS", libs.c_str(), 1);
+  return 0;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   // Outputs are written all or nothing, even when the process is told to end mid-write.
   bulkhead::io::remove_temporaries_on_signals();
+  if (int rc = take_backend_libs(argc, argv)) return rc;
   CLI::App app{"bulkhead — run several ONNX models in one process without them touching each other's data"};
   app.set_version_flag("--version", std::string("bulkhead ") + bulkhead::version());
+  std::vector<std::string> backend_libs;  // taken above; declared here for --help and parsing
+  app.add_option("--backend-lib", backend_libs, "Load a backend plugin library (a path; repeatable; also BULKHEAD_BACKEND_LIBS)");
+  app.fallthrough();
   app.require_subcommand(1);
   bulkhead::cli::add_devices(app);
   bulkhead::cli::add_run(app);

@@ -64,7 +64,7 @@ extern "C" {
 #endif
 
 /* The newest version of the function table this header declares. */
-#define BH_API_VERSION 1
+#define BH_API_VERSION 2
 
 /* Status codes. The values are part of the ABI and never change. */
 typedef enum BhStatusCode {
@@ -138,6 +138,9 @@ typedef struct BhDeviceList BhDeviceList;       /* a snapshot of an environment'
  * (create_tensor_borrowed). It may be called on any thread, from within release_tensor()
  * or from within a run still using the tensor; it must not call back into bulkhead. */
 typedef void (*BhReleaseFn)(void* user_data, void* data);
+/* A backend plugin's entry (bh_backend_plugin_entry; see bulkhead/backend_plugin.h). */
+typedef int32_t (*BhBackendEntryFn)(const uint32_t* host_versions, uint32_t num_host_versions, uint32_t* chosen_version,
+                                    const void** table);
 
 typedef struct BhApi {
   /* ---- version 1 ---------------------------------------------------------------- */
@@ -156,8 +159,8 @@ typedef struct BhApi {
    * be released before them. */
   BhStatus* (*create_env)(BhEnv** out);
   void (*release_env)(BhEnv* env);
-  /* The registered backends' names, comma-separated ("cpu,faulty,vulkan"), owned by the
-   * environment and valid until it is released. */
+  /* The registered backends' names now, comma-separated ("cpu,faulty,vulkan"), owned by
+   * the environment and valid until it is released. */
   BhStatus* (*env_backends)(const BhEnv* env, const char** out);
   /* A snapshot of every device the registered backends can open. Caller releases *out
    * with release_device_list(). */
@@ -313,6 +316,26 @@ typedef struct BhApi {
 
   /* The library's version, "0.1.0"; static storage. */
   const char* (*version_string)(void);
+
+  /* ---- since version 2: backend plugins (bulkhead/backend_plugin.h) ---- */
+
+  /* Loads the backend plugin library at `path` (a path with a '/') into the environment
+   * and registers its backend under the name the plugin gives ("opencl"); `options` is
+   * the plugin's own option text (NULL or "" for none). Errors leave the environment as
+   * it was: a missing file, no entry, no ABI version in common (the message names both),
+   * a name already registered, the plugin's own failure. Two environments that load the
+   * same library share nothing. Thread-safe. */
+  BhStatus* (*env_load_backend)(BhEnv* env, const char* path, const char* options);
+  /* As env_load_backend, for a library the caller loaded itself: `entry` is its
+   * bh_backend_plugin_entry; `label` (NULL for none) names it in messages. bulkhead never
+   * closes that library: the caller may close it once every environment, session and
+   * tensor that used it is released. */
+  BhStatus* (*env_add_backend_library)(BhEnv* env, BhBackendEntryFn entry, const char* label, const char* options);
+  /* Unloads a plugin backend: sessions and devices on it are refused from now on; those
+   * alive keep working, and the library is closed when the last of them (and of their
+   * tensors) is released, on whichever thread releases it. Loading it again works.
+   * Built-in backends: BH_FAILED_PRECONDITION. */
+  BhStatus* (*env_unload_backend)(BhEnv* env, const char* name);
 } BhApi;
 
 /* The function table for API `version` (1 ... BH_API_VERSION of the library), or NULL

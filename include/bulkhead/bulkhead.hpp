@@ -21,6 +21,7 @@ namespace bulkhead {
 
 class Backend;
 struct DeviceInfo;
+struct BackendOrigin;
 
 struct SessionOptions {
   // Devices in order of preference, e.g. {"cpu"} or {"vulkan:0", "cpu"}: each node runs
@@ -162,6 +163,27 @@ class Env {
   // Registers a backend library. The Env never unregisters a backend it was given: it
   // only drops its reference when it is destroyed.
   Status register_backend(std::shared_ptr<Backend> backend) const;
+
+  // Backend plugins (include/bulkhead/backend_plugin.h). load_backend opens the library
+  // at `path` (a path with a '/'), negotiates the ABI and registers the backend under the
+  // name the plugin gives ("opencl"); `options` is handed to the plugin (its own keys,
+  // "" for none). Errors leave nothing loaded and the Env as it was: a missing file, no
+  // entry, no ABI version in common (naming both), a name already registered, the
+  // plugin's own failure. Each Env gets its own backend from the library: two Envs
+  // share nothing.
+  Status load_backend(const std::string& path, const std::string& options = "") const;
+  // As load_backend, for a library the host application loaded itself: `entry` is its
+  // bh_backend_plugin_entry (a BhpEntryFn); `label` names it in messages. bulkhead never
+  // closes that library.
+  using BackendEntry = int32_t (*)(const uint32_t*, uint32_t, uint32_t*, const void**);
+  Status add_backend_library(BackendEntry entry, const std::string& label, const std::string& options = "") const;
+  // Unloads a plugin backend: new sessions and devices on it are refused at once; what
+  // came from it (devices, sessions, tensors, kernels) keeps working, and the library is
+  // closed when the last of those is gone, on whichever thread releases it. Loading it
+  // again afterwards works. Built-in backends cannot be unloaded.
+  Status unload_backend(const std::string& name) const;
+  // Each backend's name and where it came from (library, ABI version, who registered it).
+  std::vector<std::pair<std::string, BackendOrigin>> backend_origins() const;
   std::vector<std::string> backends() const;
   std::vector<DeviceInfo> devices() const;
   // Devices currently open (held by at least one session or tensor).

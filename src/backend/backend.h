@@ -83,10 +83,19 @@ class Device {
   virtual Status flush(void* run_state) { return Status::ok(); }
 };
 
+// Where a backend came from, for `bulkhead devices`.
+struct BackendOrigin {
+  std::string library;            // the plugin library's path; "" for a built-in backend
+  uint32_t abi_version = 0;       // the plugin ABI version negotiated; 0 when built in
+  std::string registered_by = "built in";  // "Env::load_backend", "--backend-lib", "host", ...
+  std::string version;            // the plugin's own version, when it says
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
   virtual std::string name() const = 0;
+  virtual BackendOrigin origin() const { return {}; }
   // Devices this backend can open (may be empty: e.g. no Vulkan driver).
   virtual std::vector<DeviceInfo> enumerate() const = 0;
   // Opens device `ordinal`, registering its transfers with `router`. The device keeps

@@ -28,6 +28,9 @@ struct KernelInfo {
   std::vector<Tensor> constant_inputs;
   // Threads a kernel may use (the session's intra-op thread count, >= 1).
   int threads = 1;
+  // The graph the node belongs to, for the declared and inferred types and shapes of its
+  // values (Graph::info); nullptr where unknown.
+  const ir::Graph* graph = nullptr;
 
   bool input_is_constant(size_t i) const { return i < constant_inputs.size() && constant_inputs[i].defined(); }
   // "node 'conv_3' (Conv): " — the prefix for every error a kernel reports.

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstring>
 #include <deque>
@@ -12,6 +13,7 @@
 #include <new>
 
 #include "capi/handles.h"
+#include "backend/plugin_host.h"
 #include "common/sizes.h"
 #include "session/env_impl.h"
 
@@ -288,7 +290,6 @@ BhStatus* create_env(BhEnv** out) {
     BH_CHECK_OUT(out, "create_env");
     auto h = std::make_unique<BhEnv>();
     h->env.emplace();
-    for (const auto& b : h->env->backends()) h->backends += (h->backends.empty() ? "" : ",") + b;
     *out = h.release();
     return Status::ok();
   });
@@ -307,8 +308,47 @@ BhStatus* env_backends(const BhEnv* env, const char** out) {
   return guard("env_backends", [&]() -> Status {
     BH_CHECK_HANDLE(env, "env_backends");
     BH_CHECK_OUT(out, "env_backends");
-    *out = env->backends.c_str();
+    std::string names;
+    for (const auto& b : env->env->backends()) names += (names.empty() ? "" : ",") + b;
+    auto* e = const_cast<BhEnv*>(env);
+    std::lock_guard lock(e->mu);
+    auto it = std::find(e->backend_lists.begin(), e->backend_lists.end(), names);
+    if (it == e->backend_lists.end()) it = e->backend_lists.insert(e->backend_lists.end(), std::move(names));
+    *out = it->c_str();
     return Status::ok();
+  });
+}
+
+BhStatus* env_load_backend(BhEnv* env, const char* path, const char* options) {
+  return guard("env_load_backend", [&]() -> Status {
+    BH_CHECK_HANDLE(env, "env_load_backend");
+    if (!path) return invalid_argument("env_load_backend: path is NULL");
+    plugin::LoadRequest r;
+    r.path = path;
+    r.options = options ? options : "";
+    r.registered_by = "C API (env_load_backend)";
+    return env->env->impl()->load_backend(r);
+  });
+}
+
+BhStatus* env_add_backend_library(BhEnv* env, BhBackendEntryFn entry, const char* label, const char* options) {
+  return guard("env_add_backend_library", [&]() -> Status {
+    BH_CHECK_HANDLE(env, "env_add_backend_library");
+    if (!entry) return invalid_argument("env_add_backend_library: entry is NULL");
+    plugin::LoadRequest r;
+    r.entry = entry;
+    r.label = label ? label : "";
+    r.options = options ? options : "";
+    r.registered_by = "host (C API env_add_backend_library)";
+    return env->env->impl()->load_backend(r);
+  });
+}
+
+BhStatus* env_unload_backend(BhEnv* env, const char* name) {
+  return guard("env_unload_backend", [&]() -> Status {
+    BH_CHECK_HANDLE(env, "env_unload_backend");
+    if (!name) return invalid_argument("env_unload_backend: name is NULL");
+    return env->env->unload_backend(name);
   });
 }
 
@@ -978,6 +1018,9 @@ const BhApi kApi = {
     tensor_string,
     copy,
     version_string,
+    env_load_backend,
+    env_add_backend_library,
+    env_unload_backend,
 };
 
 }  // namespace
@@ -1016,8 +1059,24 @@ static_assert(kV1Count == 58, "API version 1 has 58 members");
   static_assert(offsetof(BhApi, m) == kV1_##m * sizeof(void*), "BhApi member '" #m "' moved: the table is append-only");
 BH_API_V1_MEMBERS(BH_PIN)
 #undef BH_PIN
-// Version 1 is the whole table today; version 2 will add members after these.
-static_assert(sizeof(BhApi) == kV1Count * sizeof(void*), "BhApi's size changed without a new API version");
+// Version 2 appends three members (backend plugins) after version 1's.
+#define BH_API_V2_MEMBERS(X) X(env_load_backend) X(env_add_backend_library) X(env_unload_backend)
+namespace {
+enum BhApiV2Index {
+  kV2First = kV1Count - 1,
+#define BH_INDEX(m) kV2_##m,
+  BH_API_V2_MEMBERS(BH_INDEX)
+#undef BH_INDEX
+  kV2End
+};
+constexpr size_t kV2Count = kV2End;
+}  // namespace
+#define BH_PIN(m) \
+  static_assert(offsetof(BhApi, m) == kV2_##m * sizeof(void*), "BhApi member '" #m "' moved: the table is append-only");
+BH_API_V2_MEMBERS(BH_PIN)
+#undef BH_PIN
+static_assert(kV2Count == 61, "API version 2 has 61 members");
+static_assert(sizeof(BhApi) == kV2Count * sizeof(void*), "BhApi's size changed without a new API version");
 
 static_assert(BH_OK == 0 && BH_INVALID_ARGUMENT == 1 && BH_NOT_FOUND == 2 && BH_UNSUPPORTED == 3 && BH_INVALID_MODEL == 4 &&
               BH_FAILED_PRECONDITION == 5 && BH_RESOURCE_EXHAUSTED == 6 && BH_INTERNAL == 7 && BH_UNAVAILABLE == 8 &&

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <list>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -57,7 +58,10 @@ struct BhStatus {
 struct BhEnv {
   bulkhead::capi::HandleHeader header{bulkhead::capi::HandleKind::kEnv};
   std::optional<bulkhead::Env> env;
-  std::string backends;  // comma-separated, computed once (the C API registers none)
+  // Every distinct comma-separated list env_backends returned (plugins come and go; each
+  // string stays valid until the environment is released).
+  std::mutex mu;
+  std::list<std::string> backend_lists;
 };
 
 struct BhSessionOptions {

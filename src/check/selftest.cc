@@ -1,5 +1,8 @@
 #include "check/selftest.h"
 
+#include "backend/plugin_host.h"
+#include "backends/vulkan/policy.h"
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -46,9 +49,12 @@ struct Counts {
 Result<Counts> device_counts(const Env& env, const std::string& device) {
   BH_ASSIGN_OR_RETURN(auto dev, env.impl()->acquire_device(device));
   vulkan::DeviceCounters c;
-  if (!vulkan::counters(*dev, &c))
-    return invalid_argument("selftest: device '" + device + "' has no submission policies to test (a Vulkan device is needed)");
-  return Counts{c.run_submits, c.dispatches};
+  if (vulkan::counters(*dev, &c)) return Counts{c.run_submits, c.dispatches};
+  plugin::Counters pc;
+  if (plugin::counters(*dev, &pc)) return Counts{pc.run_submits, pc.dispatches};
+  return invalid_argument("selftest: device '" + device +
+                          "' has no submission policies to test (a GPU device is needed: vulkan:N, or a plugin's "
+                          "device that counts its submits)");
 }
 
 // The submits `auto` with `threshold` makes for dispatches writing `writes` bytes each.
@@ -157,7 +163,17 @@ Result<SelftestReport> run_selftest(const SelftestOptions& o) {
       else if (policy == "split") out.expected_submits = out.dispatches;
       else if (out.dispatches == uint64_t(2 * o.links)) {
         uint64_t threshold = 0;
-        if (auto dev = env.impl()->acquire_device(o.device); dev.is_ok()) threshold = vulkan::auto_threshold(**dev, policy);
+        if (auto dev = env.impl()->acquire_device(o.device); dev.is_ok()) {
+          threshold = vulkan::auto_threshold(**dev, policy);
+          // A plugin device: the threshold its policy names ("auto:8M"), or its
+          // default's when the device's policy text begins with one.
+          std::string text = policy;
+          if (!threshold && (policy == "auto" || policy.empty())) text = (*dev)->info().submit_policy;
+          if (!threshold && plugin::is_plugin_device(**dev))
+            if (auto p = vulkan::parse_policy(text.substr(0, text.find(' ')), "policy");
+                p.is_ok() && p->policy == vulkan::Policy::kAuto)
+              threshold = p->auto_bytes;
+        }
         std::vector<uint64_t> writes;
         for (int i = 0; i < o.links; ++i) {
           writes.push_back(rep.convt_bytes);

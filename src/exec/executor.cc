@@ -225,7 +225,7 @@ Result<std::unique_ptr<CompiledGraph>> compile(const ir::Graph& graph, const Com
       step.out.push_back(out.empty() ? -1 : slot(out));
       if (!out.empty()) defined.insert(out);
     }
-    KernelInfo info{node, {}, {}, opts.threads};
+    KernelInfo info{node, {}, {}, opts.threads, &graph};
     bool all_constant = true;
     for (const auto& in : node.inputs) {
       auto it = in.empty() ? cg->constant_values.end() : cg->constant_values.find(in);

@@ -26,14 +26,17 @@ size_t CopyRouter::size() const {
 bool CopyRouter::can_copy(const Domain& src, const Domain& dst) const {
   if (src.is_host() && dst.is_host()) return true;
   std::shared_lock lock(mu_);
-  return table_.count({src.id, dst.id}) != 0;
+  return table_.count({src.id, dst.id}) != 0 || (table_.count({src.id, 0}) && table_.count({0, dst.id}));
 }
 
 std::string CopyRouter::route_name(const Domain& src, const Domain& dst) const {
   if (src.is_host() && dst.is_host()) return "host";
   std::shared_lock lock(mu_);
   auto it = table_.find({src.id, dst.id});
-  return it == table_.end() ? std::string() : it->second.owner;
+  if (it != table_.end()) return it->second.owner;
+  auto out = table_.find({src.id, 0}), in = table_.find({0, dst.id});
+  if (out != table_.end() && in != table_.end()) return out->second.owner + " → host → " + in->second.owner;
+  return std::string();
 }
 
 Status CopyRouter::copy(const Tensor& src, const Tensor& dst) const {
@@ -48,16 +51,27 @@ Status CopyRouter::copy(const Tensor& src, const Tensor& dst) const {
     }
     return Status::ok();
   }
-  CopyFn fn;
+  CopyFn fn, out, in;
   {
     std::shared_lock lock(mu_);
     auto it = table_.find({s.id, d.id});
-    if (it == table_.end())
-      return unsupported("no transfer is registered from " + s.to_string() + " to " + d.to_string() +
-                         " (is the device that owns one of them still open?)");
-    fn = it->second.fn;
+    if (it != table_.end()) {
+      fn = it->second.fn;
+    } else {
+      // Between two devices with no transfer of their own (two backends): staged
+      // through host memory, by each end's own transfer.
+      auto o = table_.find({s.id, 0}), i = table_.find({0, d.id});
+      if (o == table_.end() || i == table_.end() || src.dtype() == DataType::kString)
+        return unsupported("no transfer is registered from " + s.to_string() + " to " + d.to_string() +
+                           " (is the device that owns one of them still open?)");
+      out = o->second.fn;
+      in = i->second.fn;
+    }
   }
-  return fn(src, dst);
+  if (fn) return fn(src, dst);
+  Tensor staged = Tensor::host(src.dtype(), src.shape());
+  BH_RETURN_IF_ERROR(out(src, staged));
+  return in(staged, dst);
 }
 
 }  // namespace bulkhead

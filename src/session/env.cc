@@ -1,5 +1,9 @@
+#include <dlfcn.h>
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <charconv>
+#include <cstdlib>
 #include <cstring>
 
 #include "backends/faulty/faulty_backend.h"
@@ -16,6 +20,117 @@ EnvImpl::EnvImpl() {
   // A test instrument (field reports A-D on purpose): only used when a session names it.
   backends_["faulty"] = make_faulty_backend();
   backends_["vulkan"] = make_vulkan_backend();
+  // Plugin libraries every Env of the process loads (the CLI's --backend-lib sets this,
+  // so that worker processes load them too).
+  if (const char* libs = std::getenv("BULKHEAD_BACKEND_LIBS"))
+    for (const std::string& path : split_list(libs)) {
+      plugin::LoadRequest r;
+      r.path = path;
+      r.registered_by = "BULKHEAD_BACKEND_LIBS";
+      if (Status st = load_backend(r); !st.is_ok()) load_errors_.push_back(st.message());
+    }
+}
+
+namespace {
+
+// The directory of the program or library this code is linked into.
+std::string module_dir() {
+  Dl_info info{};
+  if (!dladdr(reinterpret_cast<void*>(&module_dir), &info) || !info.dli_fname) return "";
+  std::string p = info.dli_fname;
+  auto slash = p.rfind('/');
+  return slash == std::string::npos ? "." : p.substr(0, slash);
+}
+
+bool plain_name(const std::string& n) {
+  if (n.empty() || n.size() > 32) return false;
+  for (char c : n)
+    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '-')) return false;
+  return true;
+}
+
+}  // namespace
+
+std::vector<std::string> split_list(const std::string& text) {
+  std::vector<std::string> r;
+  size_t b = 0;
+  while (b <= text.size()) {
+    size_t e = text.find(':', b);
+    if (e == std::string::npos) e = text.size();
+    if (e > b) r.push_back(text.substr(b, e - b));
+    b = e + 1;
+  }
+  return r;
+}
+
+Status EnvImpl::load_backend(const plugin::LoadRequest& request) {
+  BH_ASSIGN_OR_RETURN(auto backend, plugin::load(request));
+  std::lock_guard lock(mu_);
+  std::string n = backend->name();
+  auto it = backends_.find(n);
+  if (it != backends_.end()) {
+    std::string from = it->second->origin().library;
+    return invalid_argument("backend library '" + backend->origin().library + "': a backend named '" + n +
+                            "' is already registered" + (from.empty() ? " (built in)" : " (from '" + from + "')") +
+                            "; unload it first");
+  }
+  backends_[n] = std::move(backend);
+  unloaded_.erase(n);
+  return Status::ok();
+}
+
+Status EnvImpl::unload_backend(const std::string& name) {
+  std::shared_ptr<Backend> gone;  // released outside the lock: it may close the library
+  {
+    std::lock_guard lock(mu_);
+    auto it = backends_.find(name);
+    if (it == backends_.end()) return not_found("unload_backend: no backend named '" + name + "' is registered");
+    if (!plugin::is_plugin(*it->second))
+      return Status(StatusCode::kFailedPrecondition, "unload_backend: '" + name + "' is built in and cannot be unloaded");
+    gone = std::move(it->second);
+    backends_.erase(it);
+    unloaded_.insert(name);
+    // The devices still open stay with their sessions; none is handed out again.
+    for (auto d = devices_.begin(); d != devices_.end();) {
+      if (d->first.first == name) d = devices_.erase(d);
+      else ++d;
+    }
+  }
+  return Status::ok();
+}
+
+std::vector<std::pair<std::string, BackendOrigin>> EnvImpl::backend_origins() const {
+  std::lock_guard lock(mu_);
+  std::vector<std::pair<std::string, BackendOrigin>> r;
+  for (auto& [n, b] : backends_) r.emplace_back(n, b->origin());
+  return r;
+}
+
+bool EnvImpl::discover(const std::string& name, Status* error) {
+  if (!plain_name(name)) return false;
+  {
+    std::lock_guard lock(mu_);
+    if (unloaded_.count(name)) return false;
+  }
+  std::vector<std::string> dirs;
+  if (const char* p = std::getenv("BULKHEAD_BACKEND_PATH")) dirs = split_list(p);
+  std::string here = module_dir();
+  if (!here.empty()) {
+    dirs.push_back(here);
+    dirs.push_back(here + "/../lib/bulkhead");
+  }
+  for (const auto& dir : dirs) {
+    std::string path = dir + "/libbulkhead_" + name + ".so";
+    if (path.front() != '/' && path.rfind("./", 0) != 0) path = "./" + path;
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
+    plugin::LoadRequest r;
+    r.path = path;
+    r.registered_by = "discovered in " + dir;
+    *error = load_backend(r);
+    return true;
+  }
+  return false;
 }
 
 Status EnvImpl::register_backend(std::shared_ptr<Backend> backend) {
@@ -84,10 +199,19 @@ Result<std::shared_ptr<Device>> EnvImpl::acquire_device(const std::string& spec)
   {
     std::lock_guard lock(mu_);
     auto b = backends_.find(name);
+    if (b != backends_.end()) backend = b->second;
+  }
+  if (!backend) {
+    // Not registered: a plugin of that name in the search path.
+    Status loaded;
+    if (discover(name, &loaded) && !loaded.is_ok()) return loaded.with_context("device '" + spec + "': ");
+    std::lock_guard lock(mu_);
+    auto b = backends_.find(name);
     if (b == backends_.end()) {
-      std::string avail;
+      std::string avail, failed;
       for (auto& [n, x] : backends_) avail += (avail.empty() ? "" : ", ") + n;
-      return not_found("unknown device '" + spec + "' (backends available: " + avail + ")");
+      for (auto& e : load_errors_) failed += "; " + e;
+      return not_found("unknown device '" + spec + "' (backends available: " + avail + ")" + failed);
     }
     backend = b->second;
   }
@@ -122,6 +246,24 @@ Env::~Env() = default;
 
 Status Env::copy(const Tensor& src, const Tensor& dst) const { return impl_->router()->copy(src, dst); }
 Status Env::register_backend(std::shared_ptr<Backend> backend) const { return impl_->register_backend(std::move(backend)); }
+Status Env::load_backend(const std::string& path, const std::string& options) const {
+  plugin::LoadRequest r;
+  r.path = path;
+  r.options = options;
+  r.registered_by = "Env::load_backend";
+  return impl_->load_backend(r);
+}
+Status Env::add_backend_library(BackendEntry entry, const std::string& label, const std::string& options) const {
+  if (!entry) return invalid_argument("add_backend_library: null entry");
+  plugin::LoadRequest r;
+  r.entry = entry;
+  r.label = label;
+  r.options = options;
+  r.registered_by = "host (add_backend_library)";
+  return impl_->load_backend(r);
+}
+Status Env::unload_backend(const std::string& name) const { return impl_->unload_backend(name); }
+std::vector<std::pair<std::string, BackendOrigin>> Env::backend_origins() const { return impl_->backend_origins(); }
 std::vector<std::string> Env::backends() const { return impl_->backend_names(); }
 std::vector<DeviceInfo> Env::devices() const { return impl_->devices(); }
 int Env::open_device_count() const { return impl_->open_device_count(); }

@@ -3,15 +3,20 @@
 
 #include <atomic>
 #include <map>
+#include <set>
 #include <memory>
 #include <mutex>
 #include <string>
 
 #include "backend/backend.h"
+#include "backend/plugin_host.h"
 #include "bulkhead/bulkhead.hpp"
 #include "memory/copy_router.h"
 
 namespace bulkhead {
+
+// "a:b::c" → {"a", "b", "c"}: the entries of a colon-separated list (a PATH-like variable).
+std::vector<std::string> split_list(const std::string& text);
 
 class EnvImpl {
  public:
@@ -24,6 +29,10 @@ class EnvImpl {
   // process-level copy for the C and Python APIs.
   Result<Tensor> allocate_zeroed(const std::string& spec, DataType dtype, const Shape& shape);
   Status register_backend(std::shared_ptr<Backend> backend);
+  // Plugins (plugin_host.h): loads and registers; unloads (drops the Env's references).
+  Status load_backend(const plugin::LoadRequest& request);
+  Status unload_backend(const std::string& name);
+  std::vector<std::pair<std::string, BackendOrigin>> backend_origins() const;
   std::vector<std::string> backend_names() const;
   std::vector<DeviceInfo> devices() const;
   int open_device_count() const;
@@ -38,6 +47,14 @@ class EnvImpl {
   // them again while they live, and never hands out a device after its teardown.
   std::map<std::pair<std::string, int>, std::weak_ptr<Device>> devices_;
   std::atomic<uint64_t> session_counter_{0};
+  // Backend libraries named in BULKHEAD_BACKEND_LIBS that failed to load when the Env was
+  // made, by path: reported when a device of an unknown backend is asked for.
+  std::vector<std::string> load_errors_;
+  // Plugin backends unloaded from this Env: never discovered again (load_backend may).
+  std::set<std::string> unloaded_;
+  // Finds `name` in the plugin search path (BULKHEAD_BACKEND_PATH, then beside the
+  // program) as libbulkhead_<name>.so and loads it; false when there is none.
+  bool discover(const std::string& name, Status* error);
 };
 
 }  // namespace bulkhead

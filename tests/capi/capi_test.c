@@ -4,8 +4,10 @@
  *
  * usage: capi_test SHARED_DIR   (exits 0 when every check passed)
  */
+#define _GNU_SOURCE /* RTLD_NOLOAD */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
+#include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -164,10 +166,64 @@ static BhSession* silero(BhEnv* env) {
   return s;
 }
 
+/* Version 2: backend plugins (tests/plugin/hostsim.c). */
+static void backend_plugins(void) {
+  BhEnv* env = NULL;
+  const char* names = NULL;
+  BhSessionOptions* o = NULL;
+  BhSession* s = NULL;
+  void* lib;
+  BhBackendEntryFn entry;
+  OK(bh->create_env(&env));
+  ERR(bh->env_load_backend(env, "/nonexistent/libx.so", NULL), BH_NOT_FOUND, "cannot be loaded");
+  ERR(bh->env_load_backend(env, HOSTSIM_FUTURE, NULL), BH_UNSUPPORTED, "speaks backend plugin ABI version 2");
+  ERR(bh->env_load_backend(env, HOSTSIM_PLUGIN, "bogus=1"), BH_INVALID_ARGUMENT, "unknown option 'bogus'");
+  ERR(bh->env_load_backend(NULL, HOSTSIM_PLUGIN, NULL), BH_INVALID_ARGUMENT, "NULL");
+  ERR(bh->env_load_backend(env, NULL, NULL), BH_INVALID_ARGUMENT, "path is NULL");
+  OK(bh->env_load_backend(env, HOSTSIM_PLUGIN, "devices=2"));
+  OK(bh->env_backends(env, &names));
+  CHECK(names && strstr(names, "hostsim") != NULL);
+  OK(bh->create_session_options(&o));
+  OK(bh->session_options_set_devices(o, "hostsim:1,cpu"));
+  {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/models/silero_vad_v5/model.onnx", shared);
+    OK(bh->create_session(env, path, o, &s));
+  }
+  OK(bh->env_unload_backend(env, "hostsim"));
+  ERR(bh->env_unload_backend(env, "hostsim"), BH_NOT_FOUND, "hostsim");
+  ERR(bh->env_unload_backend(env, "cpu"), BH_FAILED_PRECONDITION, "built in");
+  OK(bh->env_backends(env, &names));
+  CHECK(names && strstr(names, "hostsim") == NULL);
+  bh->release_session(s); /* the last user: the library closes */
+  lib = dlopen(HOSTSIM_PLUGIN, RTLD_NOW | RTLD_NOLOAD);
+  CHECK(lib == NULL);
+  if (lib) dlclose(lib);
+  /* A library the host loaded: bulkhead never closes it. */
+  lib = dlopen(HOSTSIM_PLUGIN, RTLD_NOW | RTLD_LOCAL);
+  CHECK(lib != NULL);
+  if (lib) {
+    *(void**)&entry = dlsym(lib, "bh_backend_plugin_entry");
+    CHECK(entry != NULL);
+    ERR(bh->env_add_backend_library(env, NULL, "x", NULL), BH_INVALID_ARGUMENT, "entry is NULL");
+    OK(bh->env_add_backend_library(env, entry, "my hostsim", NULL));
+    OK(bh->env_unload_backend(env, "hostsim"));
+  }
+  bh->release_session_options(o);
+  bh->release_env(env);
+  if (lib) {
+    void* again = dlopen(HOSTSIM_PLUGIN, RTLD_NOW | RTLD_NOLOAD);
+    CHECK(again != NULL);
+    if (again) dlclose(again);
+    dlclose(lib);
+  }
+}
+
 static void versions(void) {
   CHECK(bh_get_api(0) == NULL);
   CHECK(bh_get_api(BH_API_VERSION + 1) == NULL);
   CHECK(bh_get_api(1) == bh);
+  CHECK(bh_get_api(2) == bh);
   CHECK(bh_api_version() >= 1);
   CHECK(strlen(bh->version_string()) > 0);
   CHECK(bh->status_code(NULL) == BH_OK);
@@ -501,6 +557,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   versions();
+  backend_plugins();
   environments();
   options();
   OK(bh->create_env(&env));

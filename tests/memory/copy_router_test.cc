@@ -66,15 +66,44 @@ TEST(CopyRouter, RoutesByOwnerInEitherCreationOrder) {
   }
 }
 
-TEST(CopyRouter, UnroutablePairIsRejectedNamingBothDomains) {
+// Two backends' devices with no transfer between them: staged through host memory by
+// each end's own transfer (alpha out, beta in) — never one handed the other's buffer.
+TEST(CopyRouter, DevicesOfTwoBackendsAreStagedThroughTheHost) {
   TwoBackends tb;
   auto a = tb.device("alpha");
   auto b = tb.device("beta");
-  Tensor ta = device_tensor(*a, {4}), tb2 = device_tensor(*b, {4});
-  Status s = tb.env.copy(ta, tb2);
-  ASSERT_FALSE(s.is_ok());
-  EXPECT_NE(s.message().find("alpha:0"), std::string::npos) << s.message();
-  EXPECT_NE(s.message().find("beta:0"), std::string::npos) << s.message();
+  Tensor ta = device_tensor(*a, {4}), tb2 = device_tensor(*b, {4}), src = iota(4, 3), back = Tensor::host(DataType::kFloat32, {4});
+  ASSERT_TRUE(tb.env.copy(src, ta).is_ok());
+  ASSERT_TRUE(tb.env.copy(ta, tb2).is_ok());
+  {
+    std::lock_guard l(tb.log->mu);
+    ASSERT_GE(tb.log->events.size(), 2u);
+    EXPECT_EQ(tb.log->events[tb.log->events.size() - 2], "alpha:d2h");
+    EXPECT_EQ(tb.log->events.back(), "beta:h2d");
+  }
+  EXPECT_EQ(tb.env.impl()->router()->route_name(ta.domain(), tb2.domain()), "alpha → host → beta");
+  ASSERT_TRUE(tb.env.copy(tb2, back).is_ok());
+  EXPECT_TRUE(bitwise_equal(src, back));
+}
+
+// A domain nobody registered a transfer for (its device is gone, or it never had one):
+// rejected with an error naming both domains.
+TEST(CopyRouter, UnroutablePairIsRejectedNamingBothDomains) {
+  TwoBackends tb;
+  auto b = tb.device("beta");
+  Domain orphan;
+  orphan.id = Domain::new_id();
+  orphan.backend = "orphan";
+  orphan.device = 0;
+  orphan.kind = MemoryKind::kDeviceLocal;
+  static float bytes[4];
+  Tensor to(DataType::kFloat32, {4}, std::make_shared<Buffer>(nullptr, orphan, nullptr, sizeof bytes, bytes));
+  Tensor tb2 = device_tensor(*b, {4});
+  for (Status s : {tb.env.copy(to, tb2), tb.env.copy(tb2, to)}) {
+    ASSERT_FALSE(s.is_ok());
+    EXPECT_NE(s.message().find("orphan:0"), std::string::npos) << s.message();
+    EXPECT_NE(s.message().find("beta:0"), std::string::npos) << s.message();
+  }
 }
 
 TEST(CopyRouter, MismatchedTensorsAreRejected) {

@@ -123,7 +123,7 @@ class FaultyKernel final : public Kernel {
 };
 
 Result<std::unique_ptr<Kernel>> make_faulty_kernel(const KernelFactory& cpu_factory, const KernelInfo& info, Fault fault) {
-  KernelInfo inner{info.node, info.input_types, info.constant_inputs, info.threads};
+  KernelInfo inner{info.node, info.input_types, info.constant_inputs, info.threads, info.graph};
   std::vector<Weight> weights;
   std::vector<bool> constant;
   for (size_t i = 0; i < info.node.inputs.size(); ++i) constant.push_back(info.input_is_constant(i));
