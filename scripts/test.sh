@@ -30,14 +30,14 @@ cmake --build build -j "$jobs"
 step "ASan + UBSan build: unit tests"
 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBULKHEAD_SANITIZE=address \
   -DBULKHEAD_SHARED_DIR="$shared" >/dev/null
-cmake --build build-asan -j "$jobs" --target capi_test memory_test io_test stress_test import_test infer_test session_test optimize_test layout_test executor_test faulty_test check_test
+cmake --build build-asan -j "$jobs" --target capi_test plugin_test memory_test io_test stress_test import_test infer_test session_test optimize_test layout_test executor_test faulty_test check_test
 (cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --output-on-failure -L unit)
 
 step "TSan build: concurrency and isolation tests"
 cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBULKHEAD_SANITIZE=thread \
   -DBULKHEAD_SHARED_DIR="$shared" >/dev/null
-cmake --build build-tsan -j "$jobs" --target concurrency_test core_budget_test stress_test isolation_test bulkhead
+cmake --build build-tsan -j "$jobs" --target concurrency_test core_budget_test stress_test isolation_test plugin_test bulkhead
 (cd build-tsan && TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" ctest --output-on-failure -L 'concurrency|isolation')
 
 step "fuzz harnesses (clang, libFuzzer, ASan+UBSan): ${BULKHEAD_FUZZ_SECONDS:-30} s each"

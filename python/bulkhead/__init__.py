@@ -173,6 +173,20 @@ class Env:
     def backends(self):
         return self._e.backends()
 
+    def load_backend(self, path, options=""):
+        """Loads a backend plugin library (``libbulkhead_opencl.so``; a path) into this
+        Env and registers its backend. ``options`` is the plugin's own option text."""
+        self._e.load_backend(_os.fspath(path), options)
+
+    def unload_backend(self, name):
+        """Refuses new sessions on a plugin backend from now on; the library is closed
+        once the last session, device and tensor from it is gone."""
+        self._e.unload_backend(name)
+
+    def backend_origins(self):
+        """[{name, library, abi_version, registered_by, version}] of every backend."""
+        return self._e.backend_origins()
+
     def devices(self):
         """[{name, backend, description, driver, submit_policy}] of every device the
         registered backends can open."""

@@ -17,6 +17,22 @@ def test_several_envs_and_devices():
     assert bulkhead.devices()[0]["name"] == "cpu:0"
 
 
+def test_backend_plugins():
+    plugin = os.environ.get("BULKHEAD_TEST_PLUGIN")
+    assert plugin, "BULKHEAD_TEST_PLUGIN (tests/plugin/hostsim.c, built) is not set"
+    env = bulkhead.Env()
+    with pytest.raises(bulkhead.errors.NotFound, match="cannot be loaded"):
+        env.load_backend("/nonexistent/libbulkhead_x.so")
+    env.load_backend(plugin, "devices=2")
+    assert "hostsim" in env.backends()
+    origin = [o for o in env.backend_origins() if o["name"] == "hostsim"][0]
+    assert origin["library"] == plugin and origin["abi_version"] == 1
+    with pytest.raises(bulkhead.errors.InvalidArgument, match="already registered"):
+        env.load_backend(plugin)
+    env.unload_backend("hostsim")
+    assert "hostsim" not in env.backends()
+
+
 @pytest.mark.parametrize("name", sorted(REAL))
 def test_real_models(env, name):
     s = env.load(model_path(name), devices=["cpu"], threads=1, optimization_level=2, graph_capture=True)

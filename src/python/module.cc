@@ -452,6 +452,28 @@ PYBIND11_MODULE(_bulkhead, m) {
         return make_session(std::move(r));
       })
       .def("backends", &Env::backends)
+      .def("load_backend", [](const Env& env, const std::string& path, const std::string& options) {
+        Status st;
+        {
+          py::gil_scoped_release unlocked;  // a plugin's initialisation may take a while
+          st = env.load_backend(path, options);
+        }
+        ensure_ok(st);
+      }, py::arg("path"), py::arg("options") = "")
+      .def("unload_backend", [](const Env& env, const std::string& name) { ensure_ok(env.unload_backend(name)); })
+      .def("backend_origins", [](const Env& env) {
+        py::list r;
+        for (const auto& [name, o] : env.backend_origins()) {
+          py::dict d;
+          d["name"] = name;
+          d["library"] = o.library;
+          d["abi_version"] = o.abi_version;
+          d["registered_by"] = o.registered_by;
+          d["version"] = o.version;
+          r.append(d);
+        }
+        return r;
+      })
       .def("devices", [](const Env& env) {
         py::list l;
         for (const auto& d : env.devices()) {

@@ -116,7 +116,10 @@ bool EnvImpl::discover(const std::string& name, Status* error) {
   if (const char* p = std::getenv("BULKHEAD_BACKEND_PATH")) dirs = split_list(p);
   std::string here = module_dir();
   if (!here.empty()) {
+    // The build tree keeps plugins beside the program and libbulkhead.so; an install
+    // puts them in LIBDIR/bulkhead (beside libbulkhead.so, or ../lib from bin).
     dirs.push_back(here);
+    dirs.push_back(here + "/bulkhead");
     dirs.push_back(here + "/../lib/bulkhead");
   }
   for (const auto& dir : dirs) {
