@@ -13,6 +13,9 @@ packages=(
   nlohmann-json3-dev libcli11-dev libfmt-dev
   googletest libgtest-dev libgmock-dev libbenchmark-dev
   libvulkan-dev glslc mesa-vulkan-drivers vulkan-validationlayers
+  # The OpenCL backend plugin (src/backends/opencl) and its tests: PoCL, an OpenCL
+  # driver for the CPU (the headers and ICD loader come with ocl-icd-opencl-dev).
+  opencl-c-headers pocl-opencl-icd
   # The Python package (pybind11, numpy and pytest for Debian's /usr/bin/python3; onnx
   # for the tests' small models).
   python3-dev pybind11-dev python3-numpy python3-pytest python3-onnx

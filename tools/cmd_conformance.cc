@@ -9,6 +9,7 @@
 
 #include "bulkhead/bulkhead.hpp"
 #include "cli.h"
+#include "session/env_impl.h"
 #include "conformance/conformance.h"
 #include "io/npy.h"
 
@@ -59,12 +60,9 @@ int conformance_cmd(ConfArgs& a) {
   for (const auto& d : a.opts.devices) has_cpu = has_cpu || d == "cpu" || d.rfind("cpu:", 0) == 0;
   if (!has_cpu) a.opts.devices.push_back("cpu");
   {
-    Env env;  // validate the device list before forking
-    auto bs = env.backends();
-    for (auto& d : a.opts.devices) {
-      std::string b = d.substr(0, d.find(':'));
-      if (std::find(bs.begin(), bs.end(), b) == bs.end()) return fail(cmd, "unknown backend '" + b + "'", 2);
-    }
+    Env env;  // validate the device list before forking (a plugin is found by its name)
+    for (auto& d : a.opts.devices)
+      if (auto dev = env.impl()->acquire_device(d); !dev.is_ok()) return fail(cmd, dev.status(), 2);
   }
   if (a.opts.jobs < 1) return fail(cmd, "--jobs must be at least 1", 2);
   auto cases = conformance::discover(a.opts);

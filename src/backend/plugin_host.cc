@@ -591,6 +591,9 @@ Result<std::shared_ptr<Backend>> load(const LoadRequest& request) {
   lib->table = static_cast<const BhpPluginV1*>(table);
   lib->abi = chosen;
   BH_RETURN_IF_ERROR(check_table(*lib->table, what));
+  if (!request.expect_name.empty() && request.expect_name != lib->table->name)
+    return invalid_argument(what + " names its backend '" + lib->table->name + "', not '" + request.expect_name +
+                            "' as its file name says");
   BackendOrigin origin;
   origin.library = lib->path;
   origin.abi_version = chosen;

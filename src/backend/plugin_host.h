@@ -33,6 +33,7 @@ struct LoadRequest {
   std::string label;          // names a host-given entry in messages and listings
   std::string options;        // passed to create_backend
   std::string registered_by;  // for `bulkhead devices`
+  std::string expect_name;    // when set, the backend's name the plugin must give (discovery)
 };
 
 // Loads a plugin and creates its backend for one Env. Errors: a file that is missing or

@@ -5,6 +5,7 @@
 #include <charconv>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 
 #include "backends/faulty/faulty_backend.h"
 #include "backends/vulkan/vulkan_backend.h"
@@ -37,9 +38,11 @@ namespace {
 std::string module_dir() {
   Dl_info info{};
   if (!dladdr(reinterpret_cast<void*>(&module_dir), &info) || !info.dli_fname) return "";
-  std::string p = info.dli_fname;
-  auto slash = p.rfind('/');
-  return slash == std::string::npos ? "." : p.substr(0, slash);
+  // For code in the program itself dli_fname is argv[0]-like ("bulkhead", "./bulkhead").
+  std::error_code ec;
+  std::string f = info.dli_fname;
+  auto p = std::filesystem::canonical(f.find('/') == std::string::npos ? "/proc/self/exe" : f, ec);
+  return ec ? std::string() : p.parent_path().string();
 }
 
 bool plain_name(const std::string& n) {
@@ -106,12 +109,7 @@ std::vector<std::pair<std::string, BackendOrigin>> EnvImpl::backend_origins() co
   return r;
 }
 
-bool EnvImpl::discover(const std::string& name, Status* error) {
-  if (!plain_name(name)) return false;
-  {
-    std::lock_guard lock(mu_);
-    if (unloaded_.count(name)) return false;
-  }
+std::vector<std::string> EnvImpl::search_dirs() {
   std::vector<std::string> dirs;
   if (const char* p = std::getenv("BULKHEAD_BACKEND_PATH")) dirs = split_list(p);
   std::string here = module_dir();
@@ -122,18 +120,49 @@ bool EnvImpl::discover(const std::string& name, Status* error) {
     dirs.push_back(here + "/bulkhead");
     dirs.push_back(here + "/../lib/bulkhead");
   }
-  for (const auto& dir : dirs) {
+  return dirs;
+}
+
+bool EnvImpl::discover(const std::string& name, Status* error) {
+  if (!plain_name(name)) return false;
+  {
+    std::lock_guard lock(mu_);
+    if (unloaded_.count(name) || backends_.count(name)) return false;
+  }
+  for (const auto& dir : search_dirs()) {
     std::string path = dir + "/libbulkhead_" + name + ".so";
     if (path.front() != '/' && path.rfind("./", 0) != 0) path = "./" + path;
     struct stat st {};
     if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
     plugin::LoadRequest r;
     r.path = path;
+    r.expect_name = name;
     r.registered_by = "discovered in " + dir;
     *error = load_backend(r);
     return true;
   }
   return false;
+}
+
+void EnvImpl::discover_all() {
+  for (const auto& dir : search_dirs()) {
+    std::error_code ec;
+    for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+      std::string f = e.path().filename().string();
+      if (f.size() <= 15 || f.rfind("libbulkhead_", 0) != 0 || f.substr(f.size() - 3) != ".so") continue;
+      Status st;
+      if (discover(f.substr(12, f.size() - 15), &st) && !st.is_ok()) {
+        std::lock_guard lock(mu_);
+        if (std::find(load_errors_.begin(), load_errors_.end(), st.message()) == load_errors_.end())
+          load_errors_.push_back(st.message());
+      }
+    }
+  }
+}
+
+std::vector<std::string> EnvImpl::load_errors() const {
+  std::lock_guard lock(mu_);
+  return load_errors_;
 }
 
 Status EnvImpl::register_backend(std::shared_ptr<Backend> backend) {
@@ -268,7 +297,10 @@ Status Env::add_backend_library(BackendEntry entry, const std::string& label, co
 Status Env::unload_backend(const std::string& name) const { return impl_->unload_backend(name); }
 std::vector<std::pair<std::string, BackendOrigin>> Env::backend_origins() const { return impl_->backend_origins(); }
 std::vector<std::string> Env::backends() const { return impl_->backend_names(); }
-std::vector<DeviceInfo> Env::devices() const { return impl_->devices(); }
+std::vector<DeviceInfo> Env::devices() const {
+  impl_->discover_all();  // every plugin in the search path, as `bulkhead devices` lists them
+  return impl_->devices();
+}
 int Env::open_device_count() const { return impl_->open_device_count(); }
 
 }  // namespace bulkhead

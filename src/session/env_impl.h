@@ -33,6 +33,11 @@ class EnvImpl {
   Status load_backend(const plugin::LoadRequest& request);
   Status unload_backend(const std::string& name);
   std::vector<std::pair<std::string, BackendOrigin>> backend_origins() const;
+  // Loads every libbulkhead_<name>.so of the search path not yet registered (failures
+  // go to load_errors()).
+  void discover_all();
+  // Plugin libraries that failed to load (BULKHEAD_BACKEND_LIBS, discovery), one line each.
+  std::vector<std::string> load_errors() const;
   std::vector<std::string> backend_names() const;
   std::vector<DeviceInfo> devices() const;
   int open_device_count() const;
@@ -55,6 +60,7 @@ class EnvImpl {
   // Finds `name` in the plugin search path (BULKHEAD_BACKEND_PATH, then beside the
   // program) as libbulkhead_<name>.so and loads it; false when there is none.
   bool discover(const std::string& name, Status* error);
+  static std::vector<std::string> search_dirs();
 };
 
 }  // namespace bulkhead
