@@ -60,9 +60,17 @@ int conformance_cmd(ConfArgs& a) {
   for (const auto& d : a.opts.devices) has_cpu = has_cpu || d == "cpu" || d.rfind("cpu:", 0) == 0;
   if (!has_cpu) a.opts.devices.push_back("cpu");
   {
-    Env env;  // validate the device list before forking (a plugin is found by its name)
-    for (auto& d : a.opts.devices)
-      if (auto dev = env.impl()->acquire_device(d); !dev.is_ok()) return fail(cmd, dev.status(), 2);
+    // Validate the device list before forking, by name: no device is opened here, since
+    // a driver initialised before fork() is not usable in the children. A plugin is
+    // found by its name in the search path.
+    Env env;
+    for (auto& d : a.opts.devices) {
+      std::string b = d.substr(0, d.find(':'));
+      Status found;
+      if (env.impl()->discover(b, &found) && !found.is_ok()) return fail(cmd, found, 2);
+      auto bs = env.backends();
+      if (std::find(bs.begin(), bs.end(), b) == bs.end()) return fail(cmd, "unknown backend '" + b + "'", 2);
+    }
   }
   if (a.opts.jobs < 1) return fail(cmd, "--jobs must be at least 1", 2);
   auto cases = conformance::discover(a.opts);

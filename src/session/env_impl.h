@@ -33,6 +33,11 @@ class EnvImpl {
   Status load_backend(const plugin::LoadRequest& request);
   Status unload_backend(const std::string& name);
   std::vector<std::pair<std::string, BackendOrigin>> backend_origins() const;
+  // Finds `name` in the plugin search path (BULKHEAD_BACKEND_PATH, then beside the
+  // program) as libbulkhead_<name>.so and loads it; false when there is none.
+  // (*error says whether the one found loaded.)
+  bool discover(const std::string& name, Status* error);
+  static std::vector<std::string> search_dirs();
   // Loads every libbulkhead_<name>.so of the search path not yet registered (failures
   // go to load_errors()).
   void discover_all();
@@ -57,10 +62,6 @@ class EnvImpl {
   std::vector<std::string> load_errors_;
   // Plugin backends unloaded from this Env: never discovered again (load_backend may).
   std::set<std::string> unloaded_;
-  // Finds `name` in the plugin search path (BULKHEAD_BACKEND_PATH, then beside the
-  // program) as libbulkhead_<name>.so and loads it; false when there is none.
-  bool discover(const std::string& name, Status* error);
-  static std::vector<std::string> search_dirs();
 };
 
 }  // namespace bulkhead

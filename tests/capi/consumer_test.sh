@@ -30,6 +30,18 @@ libdir=$(PKG_CONFIG_PATH=$pc_dir pkg-config --variable=libdir bulkhead)
 cc -std=c11 -I"$src/examples/c" "$src/examples/c/run_model.c" $flags -Wl,-rpath,"$libdir" -lm -o "$tmp/run_model_pc"
 "$tmp/run_model_pc" "$m/model.onnx" "${ins[@]}" --expect "$m/outputs" --tolerance 1e-5
 
+echo "--- a backend plugin built out of tree against the installed headers (src/backends/opencl)"
+cmake -S "$src/src/backends/opencl" -B "$tmp/opencl" -G Ninja -DCMAKE_PREFIX_PATH="$tmp/prefix" >/dev/null
+cmake --build "$tmp/opencl" >/dev/null
+plugin=$tmp/opencl/libbulkhead_opencl.so
+# It links nothing of bulkhead, and exports the entry alone.
+! ldd "$plugin" | grep -q libbulkhead
+[ "$(nm -D --defined-only "$plugin" | awk '$2 == "T" {print $3}')" = bh_backend_plugin_entry ]
+BULKHEAD_BACKEND_LIBS=$plugin "$tmp/prefix/bin/bulkhead" devices | grep -q "opencl .*$plugin"
+BULKHEAD_BACKEND_LIBS=$plugin "$tmp/cmake/run_model" "$m/model.onnx" "${ins[@]}" --device opencl,cpu --expect "$m/outputs" --tolerance 1e-4
+# The installed copy (LIBDIR/bulkhead) is found by name.
+"$tmp/prefix/bin/bulkhead" devices | grep -q "^opencl .*discovered in"
+
 echo "--- the installed Python package"
 py_dir=$(dirname "$(dirname "$(find "$tmp/prefix" -name '_bulkhead*.so')")")
 env -u BULKHEAD_WORKER PYTHONPATH="$py_dir" /usr/bin/python3 - "$m" <<'PY'

@@ -57,7 +57,6 @@ std::string trim(const std::string& s) {
 Result<std::unique_ptr<Backend>> Backend::create(const BhpHost* host, const char* options) {
   std::unique_ptr<Backend> b(new Backend(host));
   OCL_TRY(b->parse_options(options ? options : ""));
-  b->enumerate();
   OCL_TRY(b->inject("create_backend"));
   return b;
 }
@@ -88,7 +87,7 @@ Status Backend::parse_options(const std::string& options) {
   return Status::ok();
 }
 
-void Backend::enumerate() {
+void Backend::enumerate() const {
   cl_uint np = 0;
   if (clGetPlatformIDs(0, nullptr, &np) != CL_SUCCESS || np == 0) return;  // no ICD or no driver: no devices
   std::vector<cl_platform_id> platforms(np);
@@ -123,7 +122,7 @@ Status Backend::describe(int32_t ordinal, BhpDeviceInfo* out) const {
   if (ordinal < 0 || ordinal >= device_count())
     return Status(BH_NOT_FOUND, "device " + std::to_string(ordinal) + " does not exist (" +
                                     std::to_string(device_count()) + " OpenCL device(s) found)");
-  const DeviceEntry& d = devices_[ordinal];
+  const DeviceEntry& d = devices()[ordinal];
   out->name = d.name.c_str();
   out->driver = d.driver.c_str();
   out->submit_policy = d.policy.c_str();
@@ -135,16 +134,12 @@ Status Backend::describe(int32_t ordinal, BhpDeviceInfo* out) const {
 Result<std::unique_ptr<Device>> Backend::open_device(int32_t ordinal) const {
   BhpDeviceInfo unused{};
   OCL_TRY(describe(ordinal, &unused));
-  return Device::open(*this, devices_[ordinal]);
+  return Device::open(*this, devices()[ordinal]);
 }
 
 Status Backend::inject(const char* step) const {
   if (fail_at_ != step) return Status::ok();
   return internal_error(std::string("injected failure at ") + step);
-}
-
-void Backend::log(int32_t level, const std::string& message) const {
-  if (host_->log) host_->log(host_->context, level, message.c_str());
 }
 
 }  // namespace bulkhead::opencl

@@ -5,7 +5,8 @@ namespace bulkhead::opencl {
 std::string cl_error_name(cl_int err) {
   switch (err) {
 #define OCL_NAME(c) \
-  case c: return #c;
+  case c:           \
+    return #c;
     OCL_NAME(CL_DEVICE_NOT_FOUND)
     OCL_NAME(CL_DEVICE_NOT_AVAILABLE)
     OCL_NAME(CL_COMPILER_NOT_AVAILABLE)
@@ -36,12 +37,14 @@ std::string cl_error_name(cl_int err) {
     OCL_NAME(CL_INVALID_BUFFER_SIZE)
     OCL_NAME(CL_INVALID_GLOBAL_WORK_SIZE)
 #undef OCL_NAME
-    default: return "OpenCL error " + std::to_string(err);
+    default:
+      return "OpenCL error " + std::to_string(err);
   }
 }
 
 Status cl_status(cl_int err, const std::string& what) {
-  const bool memory = err == CL_MEM_OBJECT_ALLOCATION_FAILURE || err == CL_OUT_OF_RESOURCES || err == CL_OUT_OF_HOST_MEMORY;
+  const bool memory =
+      err == CL_MEM_OBJECT_ALLOCATION_FAILURE || err == CL_OUT_OF_RESOURCES || err == CL_OUT_OF_HOST_MEMORY;
   return Status(memory ? BH_RESOURCE_EXHAUSTED : BH_INTERNAL, what + ": " + cl_error_name(err));
 }
 

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "ops/op.h"
+#include "ops/families.h"
 
 namespace bulkhead::opencl {
 

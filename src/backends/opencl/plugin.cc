@@ -9,7 +9,8 @@
 
 #include "backend.h"
 #include "device.h"
-#include "ops/op.h"
+#include "kernel.h"
+#include "ops/families.h"
 #include "session.h"
 
 namespace bulkhead::opencl {
@@ -83,10 +84,7 @@ BhpStatus* create_backend(const BhpHost* host, const char* options, BhpBackend**
   });
 }
 
-void destroy_backend(BhpBackend* backend) {
-  auto* b = from_abi<Backend>(backend);
-  if (b) delete b;
-}
+void destroy_backend(BhpBackend* backend) { delete from_abi<Backend>(backend); }
 
 BhpStatus* device_count(BhpBackend* backend, int32_t* count) {
   auto* b = from_abi<Backend>(backend);
@@ -101,7 +99,8 @@ BhpStatus* describe_device(BhpBackend* backend, int32_t ordinal, BhpDeviceInfo* 
   auto* b = from_abi<Backend>(backend);
   return guard(host_of(b), [&]() -> Status {
     if (!out) return null_argument("out");
-    if (out->struct_size < sizeof(BhpDeviceInfo)) return invalid_argument("BhpDeviceInfo is smaller than ABI version 1's");
+    if (out->struct_size < sizeof(BhpDeviceInfo))
+      return invalid_argument("BhpDeviceInfo is smaller than ABI version 1's");
     BhpDeviceInfo info = *out;
     OCL_TRY(b->describe(ordinal, &info));
     *out = info;
@@ -253,20 +252,17 @@ BhpStatus* counters(BhpDevice* device, BhpCounters* out) {
 }
 
 const BhpPluginV1 kTable = {
-    sizeof(BhpPluginV1), kAbiVersion, "opencl", "0.1.0",
-    create_backend,      destroy_backend, device_count, describe_device,
-    open_device,         close_device,    list_ops,     allocate,
-    free_buffer,         write_buffer,    read_buffer,  copy_buffer,
-    create_kernel,       destroy_kernel,  compute,      open_session,
-    close_session,       begin_run,       flush,        end_run,
-    counters,
+    sizeof(BhpPluginV1), kAbiVersion, "opencl",      "0.1.0",        create_backend, destroy_backend, device_count,
+    describe_device,     open_device, close_device,  list_ops,       allocate,       free_buffer,     write_buffer,
+    read_buffer,         copy_buffer, create_kernel, destroy_kernel, compute,        open_session,    close_session,
+    begin_run,           flush,       end_run,       counters,
 };
 
 }  // namespace
 }  // namespace bulkhead::opencl
 
 extern "C" BHP_EXPORT int32_t bh_backend_plugin_entry(const uint32_t* host_versions, uint32_t num_host_versions,
-                                                     uint32_t* chosen_version, const void** table) {
+                                                      uint32_t* chosen_version, const void** table) {
   using bulkhead::opencl::kAbiVersion;
   for (uint32_t i = 0; host_versions && i < num_host_versions; ++i) {
     if (host_versions[i] != kAbiVersion) continue;

@@ -15,12 +15,17 @@ bool parse_bytes(const std::string& text, uint64_t* out) {
   }
   if (digits == 0) return false;
   std::string unit;
-  for (size_t i = digits; i < text.size(); ++i) unit += static_cast<char>(std::toupper(static_cast<unsigned char>(text[i])));
+  for (size_t i = digits; i < text.size(); ++i)
+    unit += static_cast<char>(std::toupper(static_cast<unsigned char>(text[i])));
   int shift = 0;
-  if (unit == "K" || unit == "KIB") shift = 10;
-  else if (unit == "M" || unit == "MIB") shift = 20;
-  else if (unit == "G" || unit == "GIB") shift = 30;
-  else if (!unit.empty() && unit != "B") return false;
+  if (unit == "K" || unit == "KIB")
+    shift = 10;
+  else if (unit == "M" || unit == "MIB")
+    shift = 20;
+  else if (unit == "G" || unit == "GIB")
+    shift = 30;
+  else if (!unit.empty() && unit != "B")
+    return false;
   if (v > (UINT64_MAX >> shift)) return false;
   *out = v << shift;
   return true;
@@ -36,10 +41,14 @@ std::string size_text(uint64_t b) {
 
 std::string SubmitPolicy::to_string() const {
   switch (policy) {
-    case Policy::kSingle: return "single";
-    case Policy::kPerDispatch: return "per-dispatch";
-    case Policy::kSplit: return "split";
-    case Policy::kAuto: return "auto (" + size_text(auto_bytes) + ")";
+    case Policy::kSingle:
+      return "single";
+    case Policy::kPerDispatch:
+      return "per-dispatch";
+    case Policy::kSplit:
+      return "split";
+    case Policy::kAuto:
+      return "auto (" + size_text(auto_bytes) + ")";
   }
   return "?";
 }
@@ -53,11 +62,16 @@ Result<SubmitPolicy> parse_policy(const std::string& text, const std::string& wh
     return invalid_argument(what + ": unknown submission policy '" + text +
                             "' (expected single, per-dispatch, split, auto or auto:<bytes>[K|M|G])");
   };
-  if (name == "single") p.policy = Policy::kSingle;
-  else if (name == "per-dispatch") p.policy = Policy::kPerDispatch;
-  else if (name == "split") p.policy = Policy::kSplit;
-  else if (name == "auto") p.policy = Policy::kAuto;
-  else return bad();
+  if (name == "single")
+    p.policy = Policy::kSingle;
+  else if (name == "per-dispatch")
+    p.policy = Policy::kPerDispatch;
+  else if (name == "split")
+    p.policy = Policy::kSplit;
+  else if (name == "auto")
+    p.policy = Policy::kAuto;
+  else
+    return bad();
   if (colon != std::string::npos) {
     if (p.policy != Policy::kAuto || !parse_bytes(text.substr(colon + 1), &p.auto_bytes)) return bad();
     if (p.auto_bytes == 0) return invalid_argument(what + ": the auto threshold must be above 0 bytes");

@@ -59,7 +59,8 @@ Result<Programs> build_programs(cl_context context, cl_device_id device) {
     const std::string options = std::string("-cl-std=CL1.2 ") + spec.options;
     err = clBuildProgram(p.get(), 1, &device, options.c_str(), nullptr, nullptr);
     if (err != CL_SUCCESS)
-      return cl_status(err, std::string("building ") + spec.file + " " + spec.options + " (" + log_line(p.get(), device) + ")");
+      return cl_status(
+          err, std::string("building ") + spec.file + " " + spec.options + " (" + log_line(p.get(), device) + ")");
     size_t n = 0;
     err = clGetProgramInfo(p.get(), CL_PROGRAM_KERNEL_NAMES, 0, nullptr, &n);
     std::string names(n, '\0');

@@ -56,13 +56,13 @@ class [[nodiscard]] Result {
 
 #define OCL_CAT_(a, b) a##b
 #define OCL_CAT(a, b) OCL_CAT_(a, b)
-#define OCL_TRY(expr)                      \
-  do {                                     \
+#define OCL_TRY(expr)                       \
+  do {                                      \
     ::bulkhead::opencl::Status s_ = (expr); \
-    if (!s_.is_ok()) return s_;            \
+    if (!s_.is_ok()) return s_;             \
   } while (0)
-#define OCL_ASSIGN_(tmp, lhs, expr)  \
-  auto tmp = (expr);                 \
+#define OCL_ASSIGN_(tmp, lhs, expr)      \
+  auto tmp = (expr);                     \
   if (!tmp.is_ok()) return tmp.status(); \
   lhs = std::move(tmp.value())
 // lhs = the value of a Result<T> expression, or return its error.

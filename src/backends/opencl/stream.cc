@@ -24,14 +24,16 @@ Status Stream::launch(const std::string& name, cl_kernel k, const Range& r, uint
   written_ += written;
   device_.note_dispatch();
   switch (policy_.policy) {
-    case Policy::kSingle: break;
+    case Policy::kSingle:
+      break;
     case Policy::kPerDispatch: {
       // Every kernel its own pass: all its writes complete before anything after it starts.
       const cl_int e = clEnqueueBarrierWithWaitList(slot_.queue(), 0, nullptr, nullptr);
       if (e != CL_SUCCESS) return cl_status(e, "enqueueing a barrier after kernel " + name);
       break;
     }
-    case Policy::kSplit: return submit();
+    case Policy::kSplit:
+      return submit();
     case Policy::kAuto:
       if (written_ >= policy_.auto_bytes) return submit();
       break;
@@ -43,8 +45,8 @@ Status Stream::upload(cl_mem dst, uint64_t offset, const void* data, size_t byte
   if (bytes == 0) return Status::ok();
   const auto* p = static_cast<const unsigned char*>(data);
   uploads_.emplace_back(p, p + bytes);
-  const cl_int err = clEnqueueWriteBuffer(slot_.queue(), dst, CL_FALSE, offset, bytes, uploads_.back().data(), 0,
-                                          nullptr, nullptr);
+  const cl_int err =
+      clEnqueueWriteBuffer(slot_.queue(), dst, CL_FALSE, offset, bytes, uploads_.back().data(), 0, nullptr, nullptr);
   if (err != CL_SUCCESS) return cl_status(err, "uploading " + std::to_string(bytes) + " bytes");
   ++queued_;
   written_ += bytes;
@@ -65,7 +67,8 @@ Status Stream::submit() {
   device_.note_submit(run_work_);
   queued_ = 0;
   written_ = 0;
-  if (err != CL_SUCCESS) return cl_status(err, "running the queued kernels");  // uploads kept: the device may still read them
+  if (err != CL_SUCCESS)
+    return cl_status(err, "running the queued kernels");  // uploads kept: the device may still read them
   uploads_.clear();
   return Status::ok();
 }

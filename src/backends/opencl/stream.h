@@ -100,8 +100,8 @@ class Stream {
   QueueSlot& slot_;
   SubmitPolicy policy_;
   bool run_work_;
-  uint64_t queued_ = 0;   // commands since the last submit
-  uint64_t written_ = 0;  // bytes kernels wrote since the last submit
+  uint64_t queued_ = 0;                              // commands since the last submit
+  uint64_t written_ = 0;                             // bytes kernels wrote since the last submit
   std::vector<std::vector<unsigned char>> uploads_;  // host copies until the next submit
 };
 

@@ -15,7 +15,10 @@ float post_ops(float v, const PostOps* p, float s) {
     switch (p->codes[i]) {
       case POST_RELU: v = v < 0.0f ? 0.0f : v; break;
       case POST_LEAKY_RELU: v = v < 0.0f ? a * v : v; break;
-      case POST_CLIP: v = v < a ? a : (v > b ? b : v); break;
+      case POST_CLIP:
+        v = v < a ? a : v;
+        v = v > b ? b : v;
+        break;
       case POST_HARD_SIGMOID: v = fmax(0.0f, fmin(1.0f, a * v + b)); break;
       case POST_HARD_SWISH: v = v * fmax(0.0f, fmin(1.0f, v * (1.0f / 6.0f) + 0.5f)); break;
       case POST_SIGMOID: v = 1.0f / (1.0f + exp(-v)); break;

@@ -12,7 +12,7 @@ float unary_f(float v, int op, float a, float b) {
     case UNARY_SQRT: return sqrt(v);
     case UNARY_ABS: return fabs(v);
     case UNARY_NEG: return -v;
-    case UNARY_CLIP: return v < a ? a : (v > b ? b : v);  // NaN passes through, as on the CPU
+    case UNARY_CLIP: v = v < a ? a : v; return v > b ? b : v;  // min > max gives max; NaN passes, as on the CPU
     case UNARY_HARD_SIGMOID: return fmax(0.0f, fmin(1.0f, a * v + b));
     case UNARY_HARD_SWISH: return v * fmax(0.0f, fmin(1.0f, v * (1.0f / 6.0f) + 0.5f));
     case UNARY_ELU: return v < 0.0f ? a * expm1(v) : v;

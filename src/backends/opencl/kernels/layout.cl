@@ -42,14 +42,14 @@ int fold(int c, int len, int mode) {
 kernel void NAME(pad)(global const ELEM* x, ulong xo, global ELEM* y, ulong yo, Pad p, ulong value) {
   const int i = get_global_id(0);
   int rest = i, src = 0;
-  bool constant = false;
+  bool outside = false;
   for (int d = p.rank - 1; d >= 0; --d) {
     const int c = fold(rest % p.dims[d] - p.before[d], p.crop[d], p.mode);
     rest /= p.dims[d];
-    constant = constant || c < 0;
+    outside = outside || c < 0;
     src += max(c, 0) * p.stride[d];
   }
-  y[yo + i] = constant ? (ELEM)value : x[xo + src];
+  y[yo + i] = outside ? (ELEM)value : x[xo + src];
 }
 
 kernel void NAME(resize_nearest)(global const ELEM* x, ulong xo, global const int* table, ulong to, global ELEM* y,

@@ -8,7 +8,7 @@
 #include <algorithm>
 #include <limits>
 
-#include "ops/op.h"
+#include "ops/families.h"
 
 namespace bulkhead::opencl {
 namespace {
@@ -38,9 +38,14 @@ Status parse_post_ops(const Node& n, ConvAttrs* a) {
   static constexpr struct {
     const char* name;
     int code;
-  } kCodes[] = {{"relu", POST_RELU},         {"leaky_relu", POST_LEAKY_RELU}, {"clip", POST_CLIP},
-                {"hardsigmoid", POST_HARD_SIGMOID}, {"hardswish", POST_HARD_SWISH}, {"sigmoid", POST_SIGMOID},
-                {"linear", POST_LINEAR},     {"sum", POST_SUM}};
+  } kCodes[] = {{"relu", POST_RELU},
+                {"leaky_relu", POST_LEAKY_RELU},
+                {"clip", POST_CLIP},
+                {"hardsigmoid", POST_HARD_SIGMOID},
+                {"hardswish", POST_HARD_SWISH},
+                {"sigmoid", POST_SIGMOID},
+                {"linear", POST_LINEAR},
+                {"sum", POST_SUM}};
   const std::vector<std::string> names = n.attr_strings("_post_ops");
   a->args = n.attr_floats("_post_args");
   if (a->args.size() != 2 * names.size() || names.size() > OCL_MAX_POST_OPS)
@@ -49,7 +54,8 @@ Status parse_post_ops(const Node& n, ConvAttrs* a) {
   for (const std::string& s : names) {
     auto it = std::find_if(std::begin(kCodes), std::end(kCodes), [&](const auto& c) { return s == c.name; });
     if (it == std::end(kCodes)) return unsupported(n.where() + "the OpenCL Conv has no fused post-op '" + s + "'");
-    if (it->code == POST_SUM && a->has_sum) return unsupported(n.where() + "the OpenCL Conv takes at most one fused sum");
+    if (it->code == POST_SUM && a->has_sum)
+      return unsupported(n.where() + "the OpenCL Conv takes at most one fused sum");
     a->has_sum = a->has_sum || it->code == POST_SUM;
     a->codes.push_back(it->code);
   }
@@ -79,13 +85,18 @@ Result<ConvAttrs> parse_attrs(const Node& n, bool transpose) {
   const std::string& ap = a.auto_pad;
   if (ap != "NOTSET" && ap != "SAME_UPPER" && ap != "SAME_LOWER" && ap != "VALID")
     return invalid_argument(n.where() + "unknown auto_pad '" + ap + "'");
-  if (transpose && n.has_attr("_post_ops")) return unsupported(n.where() + "the OpenCL ConvTranspose has no fused post-ops");
+  if (transpose && n.has_attr("_post_ops"))
+    return unsupported(n.where() + "the OpenCL ConvTranspose has no fused post-ops");
   if (!transpose) OCL_TRY(parse_post_ops(n, &a));
   // The spatial rank: from W's rank when known, else from the attributes.
-  if (n.input(1).rank >= 0) a.nsp = n.input(1).rank - 2;
-  else if (!a.kernel_shape.empty()) a.nsp = static_cast<int>(a.kernel_shape.size());
-  else if (!a.strides.empty()) a.nsp = static_cast<int>(a.strides.size());
-  else if (!a.pads.empty()) a.nsp = static_cast<int>(a.pads.size() / 2);
+  if (n.input(1).rank >= 0)
+    a.nsp = n.input(1).rank - 2;
+  else if (!a.kernel_shape.empty())
+    a.nsp = static_cast<int>(a.kernel_shape.size());
+  else if (!a.strides.empty())
+    a.nsp = static_cast<int>(a.strides.size());
+  else if (!a.pads.empty())
+    a.nsp = static_cast<int>(a.pads.size() / 2);
   if (a.nsp != 1 && a.nsp != 2)
     return unsupported(n.where() + "the OpenCL kernel takes 1-D and 2-D convolutions with a known rank only");
   return a;
@@ -98,7 +109,8 @@ Status fill(const std::string& where, const Dims& v, int64_t def, size_t count, 
     return Status::ok();
   }
   if (v.size() != count)
-    return invalid_argument(where + name + " has " + std::to_string(v.size()) + " values, expected " + std::to_string(count));
+    return invalid_argument(where + name + " has " + std::to_string(v.size()) + " values, expected " +
+                            std::to_string(count));
   *out = v;
   return Status::ok();
 }
@@ -280,10 +292,12 @@ Status ConvOp::compute(Call& call) const {
     return invalid_argument(call.where() + "W " + w->describe() + " with group " + std::to_string(G) +
                             " does not fit X " + x->describe());
   if (b && (b->rank() != 1 || b->dims[0] != M))
-    return invalid_argument(call.where() + "B " + b->describe() + " must be 1-D with " + std::to_string(M) + " elements");
+    return invalid_argument(call.where() + "B " + b->describe() + " must be 1-D with " + std::to_string(M) +
+                            " elements");
   const Dims ydims = output_dims(a_, x->dims[0], M, g);
   if (numel(ydims) > std::numeric_limits<int32_t>::max())
-    return unsupported(call.where() + "the output " + dims_text(ydims) + " has too many elements for the OpenCL kernels");
+    return unsupported(call.where() + "the output " + dims_text(ydims) +
+                       " has too many elements for the OpenCL kernels");
   if (sum && sum->dims != ydims) return broadcast_sum(call, *x, *w, b, *sum, ydims, g);
   OCL_ASSIGN(Tensor y, call.output(0, BH_TYPE_FLOAT32, ydims));
   if (y.numel() == 0) return Status::ok();
@@ -305,7 +319,8 @@ class ConvTransposeOp final : public Op {
       return invalid_argument(call.where() + "W " + w->describe() + " with group " + std::to_string(G) +
                               " does not fit X " + x->describe());
     if (b && (b->rank() != 1 || b->dims[0] != M))
-      return invalid_argument(call.where() + "B " + b->describe() + " must be 1-D with " + std::to_string(M) + " elements");
+      return invalid_argument(call.where() + "B " + b->describe() + " must be 1-D with " + std::to_string(M) +
+                              " elements");
     OCL_ASSIGN(Tensor y, call.output(0, BH_TYPE_FLOAT32, output_dims(a_, x->dims[0], M, g)));
     OCL_TRY(call.check_size({&y}));
     return call.stream().dispatch("conv_transpose", items(y.numel()), y.nbytes(), x->buf(), w->buf(),

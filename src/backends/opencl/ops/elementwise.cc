@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <limits>
 
-#include "ops/op.h"
+#include "ops/families.h"
 
 namespace bulkhead::opencl {
 namespace {
@@ -36,7 +36,8 @@ Status broadcast(const std::string& where, const Tensor& a, const Tensor& b, Dim
   }
   simplify(dims, {&sa, &sb});
   if (dims.size() > OCL_MAX_RANK)
-    return unsupported(where + "the broadcast needs " + std::to_string(dims.size()) + " dimensions, above the kernel's 8");
+    return unsupported(where + "the broadcast needs " + std::to_string(dims.size()) +
+                       " dimensions, above the kernel's 8");
   *p = Broadcast{};
   p->rank = static_cast<int>(dims.size());
   for (size_t d = 0; d < dims.size(); ++d) {
@@ -53,12 +54,16 @@ Result<OpPtr> make_unary(const Node& n, int code) {
   OCL_TRY(n.require_types(kFloat, {0}));
   float a = 0, b = 0;
   switch (code) {
-    case UNARY_LEAKY_RELU: a = n.attr_float("alpha", 0.01f); break;
+    case UNARY_LEAKY_RELU:
+      a = n.attr_float("alpha", 0.01f);
+      break;
     case UNARY_HARD_SIGMOID:
       a = n.attr_float("alpha", 0.2f);
       b = n.attr_float("beta", 0.5f);
       break;
-    case UNARY_ELU: a = n.attr_float("alpha", 1.0f); break;
+    case UNARY_ELU:
+      a = n.attr_float("alpha", 1.0f);
+      break;
     case UNARY_SELU:
       a = n.attr_float("alpha", 1.67326319217681884765625f);
       b = n.attr_float("gamma", 1.05070102214813232421875f);
@@ -74,11 +79,14 @@ Result<OpPtr> make_unary(const Node& n, int code) {
       break;
     case UNARY_GELU: {
       const std::string approx = n.attr_string("approximate", "none");
-      if (approx == "tanh") code = UNARY_GELU_TANH;
-      else if (approx != "none") return invalid_argument(n.where() + "unknown approximate '" + approx + "'");
+      if (approx == "tanh")
+        code = UNARY_GELU_TANH;
+      else if (approx != "none")
+        return invalid_argument(n.where() + "unknown approximate '" + approx + "'");
       break;
     }
-    default: break;
+    default:
+      break;
   }
   return make_op([code, a, b](Call& call) -> Status {
     const Tensor* x = call.input(0);
@@ -93,8 +101,9 @@ Status dispatch_binary(Call& call, const Tensor& a, const Tensor& b, const Tenso
   Dims out;
   Broadcast p;
   OCL_TRY(broadcast(call.where(), a, b, &out, &p));
-  if (out != y.dims) return internal_error(call.where() + "the broadcast of " + a.describe() + " and " + b.describe() +
-                                           " is not " + y.describe());
+  if (out != y.dims)
+    return internal_error(call.where() + "the broadcast of " + a.describe() + " and " + b.describe() + " is not " +
+                          y.describe());
   return call.stream().dispatch("binary", items(y.numel()), y.nbytes(), a.buf(), b.buf(), y.buf(), op, p);
 }
 

@@ -6,12 +6,14 @@
 #include <cstring>
 #include <limits>
 
-#include "ops/op.h"
+#include "ops/families.h"
 
 namespace bulkhead::opencl {
 namespace {
 
-std::string sized(const char* kernel, const Tensor& t) { return std::string(kernel) + "_" + std::to_string(dtype_size(t.dtype)); }
+std::string sized(const char* kernel, const Tensor& t) {
+  return std::string(kernel) + "_" + std::to_string(dtype_size(t.dtype));
+}
 
 // A box of `dims` elements read at src_base + c . src and written at dst_base + c . dst.
 struct BoxSpec {
@@ -25,7 +27,8 @@ Status copy_box(Call& call, const Tensor& from, const Tensor& to, BoxSpec b) {
   OCL_TRY(call.check_size({&from, &to}));
   simplify(b.dims, {&b.src, &b.dst});
   if (b.dims.size() > OCL_MAX_RANK)
-    return unsupported(call.where() + "the copy needs " + std::to_string(b.dims.size()) + " dimensions, above the kernel's 8");
+    return unsupported(call.where() + "the copy needs " + std::to_string(b.dims.size()) +
+                       " dimensions, above the kernel's 8");
   Box p{};
   p.rank = static_cast<int>(b.dims.size());
   for (size_t d = 0; d < b.dims.size(); ++d) {
@@ -186,7 +189,8 @@ Status pad(const PadSpec& s, Call& call) {
     shape[d] = crop + std::max<int64_t>(before[d], 0) + std::max<int64_t>(after[d], 0);
     if (s.mode != 0 && crop == 0 && shape[d] > 0)
       return invalid_argument(call.where() + "cannot pad an empty axis in this mode");
-    if (shape[d] > std::numeric_limits<int32_t>::max()) return unsupported(call.where() + "the padded axis is too large");
+    if (shape[d] > std::numeric_limits<int32_t>::max())
+      return unsupported(call.where() + "the padded axis is too large");
     base += std::max<int64_t>(-before[d], 0) * st[d];
     p.dims[d] = static_cast<int>(shape[d]);
     p.crop[d] = static_cast<int>(crop);
@@ -209,10 +213,19 @@ uint64_t value_bits(float v, int32_t t) {
   uint64_t bits = 0;
   const double d = v;
   switch (t) {
-    case BH_TYPE_FLOAT32: std::memcpy(&bits, &v, 4); break;
-    case BH_TYPE_FLOAT64: std::memcpy(&bits, &d, 8); break;
-    case BH_TYPE_FLOAT16: case BH_TYPE_BFLOAT16: case BH_TYPE_BOOL: break;  // refused where it matters
-    default: bits = static_cast<uint64_t>(static_cast<int64_t>(v)); break;  // integers: two's complement, low bytes
+    case BH_TYPE_FLOAT32:
+      std::memcpy(&bits, &v, 4);
+      break;
+    case BH_TYPE_FLOAT64:
+      std::memcpy(&bits, &d, 8);
+      break;
+    case BH_TYPE_FLOAT16:
+    case BH_TYPE_BFLOAT16:
+    case BH_TYPE_BOOL:
+      break;  // refused where it matters
+    default:
+      bits = static_cast<uint64_t>(static_cast<int64_t>(v));
+      break;  // integers: two's complement, low bytes
   }
   return bits;
 }
@@ -254,8 +267,8 @@ Status gather(int64_t axis_attr, const Dims* constant, Call& call) {
   for (int64_t i = 0; i < count; ++i) {
     const int64_t k = (*constant)[i];
     if (k < -dim || k >= dim)
-      return invalid_argument(call.where() + "index " + std::to_string(k) + " is out of range for a dimension of size " +
-                              std::to_string(dim));
+      return invalid_argument(call.where() + "index " + std::to_string(k) +
+                              " is out of range for a dimension of size " + std::to_string(dim));
     idx[i] = static_cast<int32_t>(k < 0 ? k + dim : k);
   }
   OCL_ASSIGN(Tensor y, call.output(0, x->dtype, shape));
@@ -333,7 +346,7 @@ Result<OpPtr> make_pad(const Node& n) {
     if (n.has_input(2)) {
       const BhpValueInfo& v = n.input(2);
       if (!n.is_constant(2)) return unsupported(n.where() + "the OpenCL Pad takes constant_value only as a constant");
-      if (v.constant_size > 0) {
+      if (v.constant_data && v.constant_size > 0) {
         if (v.dtype != type || v.constant_size != dtype_size(type))
           return unsupported(n.where() + "constant_value must be one " + dtype_name(type));
         std::memcpy(&s.value, v.constant_data, v.constant_size);

@@ -3,7 +3,7 @@
 // strides: transposes and broadcast batches cost no copies.
 #include <algorithm>
 
-#include "ops/op.h"
+#include "ops/families.h"
 
 namespace bulkhead::opencl {
 namespace {
@@ -91,8 +91,8 @@ Status gemm(const GemmAttrs& g, Call& call) {
   const int64_t M = g.ta ? a->dims[1] : a->dims[0], K = g.ta ? a->dims[0] : a->dims[1];
   const int64_t N = g.tb ? b->dims[0] : b->dims[1];
   if ((g.tb ? b->dims[1] : b->dims[0]) != K)
-    return invalid_argument(call.where() + "inner dimensions differ: A " + a->describe() + (g.ta ? " (transposed)" : "") +
-                            ", B " + b->describe() + (g.tb ? " (transposed)" : ""));
+    return invalid_argument(call.where() + "inner dimensions differ: A " + a->describe() +
+                            (g.ta ? " (transposed)" : "") + ", B " + b->describe() + (g.tb ? " (transposed)" : ""));
   Gemm p{};
   if (c) {
     // C broadcasts to [M, N] (unidirectionally).
@@ -106,8 +106,8 @@ Status gemm(const GemmAttrs& g, Call& call) {
       cm = -1;
     }
     if ((cm != 1 && cm != M) || (cn != 1 && cn != N))
-      return invalid_argument(call.where() + "C " + c->describe() + " cannot be broadcast to [" + std::to_string(M) + "," +
-                              std::to_string(N) + "]");
+      return invalid_argument(call.where() + "C " + c->describe() + " cannot be broadcast to [" + std::to_string(M) +
+                              "," + std::to_string(N) + "]");
     p.c_rs = cm == 1 ? 0 : static_cast<int>(cn);
     p.c_cs = cn == 1 ? 0 : 1;
   }

@@ -3,7 +3,7 @@
 // stash types other than float32 stay on the CPU.
 #include <algorithm>
 
-#include "ops/op.h"
+#include "ops/families.h"
 
 namespace bulkhead::opencl {
 namespace {
@@ -15,8 +15,8 @@ Status batch_norm(float eps, bool relu, Call& call) {
   const int64_t c = x->dims[1];
   for (size_t i = 1; i <= 4; ++i)
     if (!call.input(i) || call.input(i)->dtype != BH_TYPE_FLOAT32 || call.input(i)->numel() != c)
-      return invalid_argument(call.where() + "input " + std::to_string(i) + " must be float32 with C = " +
-                              std::to_string(c) + " elements");
+      return invalid_argument(call.where() + "input " + std::to_string(i) +
+                              " must be float32 with C = " + std::to_string(c) + " elements");
   OCL_ASSIGN(Tensor y, call.output(0, BH_TYPE_FLOAT32, x->dims));
   if (y.numel() == 0) return Status::ok();
   OCL_TRY(call.check_size({x}));
@@ -45,7 +45,8 @@ Status instance_norm(float eps, Call& call) {
   if (!x || !scale || !bias || x->dtype != BH_TYPE_FLOAT32 || scale->dtype != BH_TYPE_FLOAT32 ||
       bias->dtype != BH_TYPE_FLOAT32)
     return invalid_argument(call.where() + "expects float32 input, scale and B");
-  if (x->rank() < 3) return invalid_argument(call.where() + "X " + x->describe() + " needs N, C and spatial dimensions");
+  if (x->rank() < 3)
+    return invalid_argument(call.where() + "X " + x->describe() + " needs N, C and spatial dimensions");
   const int64_t c = x->dims[1];
   if (scale->numel() != c || bias->numel() != c)
     return invalid_argument(call.where() + "scale " + scale->describe() + " and B " + bias->describe() + " must have " +
@@ -86,6 +87,8 @@ Result<OpPtr> make_batch_norm(const Node& n) {
   OCL_TRY(n.require_types(kFloat));
   OCL_TRY(n.require_one_output("the training statistics"));
   if (n.attr_int("training_mode", 0) != 0) return unsupported(n.where() + "the OpenCL kernel is for inference only");
+  if (n.attr_int("spatial", 1) == 0)
+    return unsupported(n.where() + "the OpenCL kernel takes per-channel statistics only");
   const float eps = n.attr_float("epsilon", 1e-5f);
   const bool relu = n.attr_int("_relu", 0) != 0;  // a Relu the graph optimiser fused
   return make_op([eps, relu](Call& call) { return batch_norm(eps, relu, call); });
@@ -100,7 +103,8 @@ Result<OpPtr> make_instance_norm(const Node& n) {
 Result<OpPtr> make_layer_norm(const Node& n) {
   OCL_TRY(n.require_types(kFloat));
   OCL_TRY(n.require_one_output("Mean and InvStdDev"));
-  if (n.attr_int("stash_type", 1) != 1) return unsupported(n.where() + "the OpenCL kernel takes stash_type float32 only");
+  if (n.attr_int("stash_type", 1) != 1)
+    return unsupported(n.where() + "the OpenCL kernel takes stash_type float32 only");
   const int64_t axis = n.attr_int("axis", -1);
   const float eps = n.attr_float("epsilon", 1e-5f);
   return make_op([axis, eps](Call& call) { return layer_norm(axis, eps, call); });

@@ -5,37 +5,65 @@
 #include <limits>
 
 #include "device.h"
-#include "session.h"
 
 namespace bulkhead::opencl {
 
 size_t dtype_size(int32_t dtype) {
   switch (dtype) {
-    case BH_TYPE_UINT8: case BH_TYPE_INT8: case BH_TYPE_BOOL: return 1;
-    case BH_TYPE_UINT16: case BH_TYPE_INT16: case BH_TYPE_FLOAT16: case BH_TYPE_BFLOAT16: return 2;
-    case BH_TYPE_FLOAT32: case BH_TYPE_INT32: case BH_TYPE_UINT32: return 4;
-    case BH_TYPE_INT64: case BH_TYPE_FLOAT64: case BH_TYPE_UINT64: return 8;
-    default: return 0;
+    case BH_TYPE_UINT8:
+    case BH_TYPE_INT8:
+    case BH_TYPE_BOOL:
+      return 1;
+    case BH_TYPE_UINT16:
+    case BH_TYPE_INT16:
+    case BH_TYPE_FLOAT16:
+    case BH_TYPE_BFLOAT16:
+      return 2;
+    case BH_TYPE_FLOAT32:
+    case BH_TYPE_INT32:
+    case BH_TYPE_UINT32:
+      return 4;
+    case BH_TYPE_INT64:
+    case BH_TYPE_FLOAT64:
+    case BH_TYPE_UINT64:
+      return 8;
+    default:
+      return 0;
   }
 }
 
 const char* dtype_name(int32_t dtype) {
   switch (dtype) {
-    case BH_TYPE_FLOAT32: return "float32";
-    case BH_TYPE_UINT8: return "uint8";
-    case BH_TYPE_INT8: return "int8";
-    case BH_TYPE_UINT16: return "uint16";
-    case BH_TYPE_INT16: return "int16";
-    case BH_TYPE_INT32: return "int32";
-    case BH_TYPE_INT64: return "int64";
-    case BH_TYPE_STRING: return "string";
-    case BH_TYPE_BOOL: return "bool";
-    case BH_TYPE_FLOAT16: return "float16";
-    case BH_TYPE_FLOAT64: return "float64";
-    case BH_TYPE_UINT32: return "uint32";
-    case BH_TYPE_UINT64: return "uint64";
-    case BH_TYPE_BFLOAT16: return "bfloat16";
-    default: return "undefined";
+    case BH_TYPE_FLOAT32:
+      return "float32";
+    case BH_TYPE_UINT8:
+      return "uint8";
+    case BH_TYPE_INT8:
+      return "int8";
+    case BH_TYPE_UINT16:
+      return "uint16";
+    case BH_TYPE_INT16:
+      return "int16";
+    case BH_TYPE_INT32:
+      return "int32";
+    case BH_TYPE_INT64:
+      return "int64";
+    case BH_TYPE_STRING:
+      return "string";
+    case BH_TYPE_BOOL:
+      return "bool";
+    case BH_TYPE_FLOAT16:
+      return "float16";
+    case BH_TYPE_FLOAT64:
+      return "float64";
+    case BH_TYPE_UINT32:
+      return "uint32";
+    case BH_TYPE_UINT64:
+      return "uint64";
+    case BH_TYPE_BFLOAT16:
+      return "bfloat16";
+    default:
+      return "undefined";
   }
 }
 
@@ -53,7 +81,8 @@ std::string dims_text(const Dims& dims) {
 
 Result<int> normalize_axis(int64_t axis, int rank, const std::string& where) {
   if (axis < -rank || axis >= rank)
-    return invalid_argument(where + "axis " + std::to_string(axis) + " is out of range for rank " + std::to_string(rank));
+    return invalid_argument(where + "axis " + std::to_string(axis) + " is out of range for rank " +
+                            std::to_string(rank));
   return static_cast<int>(axis < 0 ? axis + rank : axis);
 }
 
@@ -67,8 +96,8 @@ Dims strides_of(const Dims& dims) {
 // Node
 
 Node::Node(const BhpNode& n) : n_(n) {
-  where_ = std::string("node '") + (n.name ? n.name : "") + "' (" + (n.domain && *n.domain ? std::string(n.domain) + "." : "") +
-           (n.op_type ? n.op_type : "") + "): ";
+  where_ = std::string("node '") + (n.name ? n.name : "") + "' (" +
+           (n.domain && *n.domain ? std::string(n.domain) + "." : "") + (n.op_type ? n.op_type : "") + "): ";
 }
 
 Status Node::require_types(std::initializer_list<int32_t> allowed, std::initializer_list<size_t> which) const {
@@ -79,7 +108,8 @@ Status Node::require_types(std::initializer_list<int32_t> allowed, std::initiali
     if (!has_input(i)) continue;
     const int32_t t = n_.inputs[i].dtype;
     if (std::find(allowed.begin(), allowed.end(), t) == allowed.end())
-      return unsupported(where_ + "the OpenCL kernel does not take input " + std::to_string(i) + " of type " + dtype_name(t));
+      return unsupported(where_ + "the OpenCL kernel does not take input " + std::to_string(i) + " of type " +
+                         dtype_name(t));
   }
   return Status::ok();
 }
@@ -88,6 +118,17 @@ Status Node::require_one_output(const char* what) const {
   for (size_t i = 1; i < n_.num_outputs; ++i)
     if (n_.outputs[i].present) return unsupported(where_ + "the OpenCL kernel does not output " + what);
   return Status::ok();
+}
+
+bool Node::known_empty(size_t i) const {
+  const BhpValueInfo& v = n_.inputs[i];
+  if (v.rank < 0 || !v.dims) return false;
+  bool empty = false;
+  for (int32_t d = 0; d < v.rank; ++d) {
+    if (v.dims[d] < 0) return false;
+    empty = empty || v.dims[d] == 0;
+  }
+  return empty;
 }
 
 Result<Dims> Node::constant_ints(size_t i, const char* what) const {
@@ -168,7 +209,8 @@ Result<Tensor> Call::tensor_of(const BhpTensor& t, const std::string& what) cons
   r.mem = static_cast<cl_mem>(t.handle);
   r.offset = t.offset;
   const size_t size = dtype_size(t.dtype);
-  if (size == 0) return unsupported(where_ + what + " has type " + dtype_name(t.dtype) + ", which the OpenCL kernels do not take");
+  if (size == 0)
+    return unsupported(where_ + what + " has type " + dtype_name(t.dtype) + ", which the OpenCL kernels do not take");
   for (int64_t d : r.dims)
     if (d < 0) return invalid_argument(where_ + what + " has a negative dimension: " + dims_text(r.dims));
   if (r.numel() == 0) return r;
@@ -197,7 +239,8 @@ Result<Tensor> Call::output(uint32_t index, int32_t dtype, const Dims& dims) {
     return internal_error(where_ + "output " + std::to_string(index) + " does not exist (the node has " +
                           std::to_string(call_.num_outputs) + ")");
   BhpTensor t{};
-  if (BhpStatus* s = call_.allocate_output(call_.context, index, dtype, static_cast<uint32_t>(dims.size()), dims.data(), &t))
+  if (BhpStatus* s =
+          call_.allocate_output(call_.context, index, dtype, static_cast<uint32_t>(dims.size()), dims.data(), &t))
     return Status::from_host(s);
   return tensor_of(t, "output " + std::to_string(index));
 }
@@ -227,33 +270,7 @@ Status Call::check_size(std::initializer_list<const Tensor*> tensors) const {
 }
 
 // ---------------------------------------------------------------------------------------
-// Kernel
-
-Status Kernel::compute(const BhpKernelCall& call) const {
-  if (call.run) {
-    Run& run = *reinterpret_cast<Run*>(call.run);
-    if (&run.session().device() != &device_)
-      return invalid_argument(where_ + "the run belongs to another device than this kernel");
-    Call c(where_, call, run.stream(), device_);
-    OCL_TRY(c.init());
-    return op_->compute(c);
-  }
-  // Outside a run (constant folding): a queue of this call's own, done when this returns.
-  OCL_ASSIGN(QueueHandle queue, device_.make_queue());
-  QueueSlot slot(device_, std::move(queue));
-  SubmitPolicy single;
-  single.policy = Policy::kSingle;
-  Stream stream(device_, slot, single, false);
-  Call c(where_, call, stream, device_);
-  OCL_TRY(c.init());
-  Status s = op_->compute(c);
-  const Status done = stream.submit();
-  return s.is_ok() ? done : s;
-}
-
-}  // namespace bulkhead::opencl
-
-namespace bulkhead::opencl {
+// Shapes
 
 void simplify(Dims& dims, std::initializer_list<Dims*> strides) {
   Dims od;

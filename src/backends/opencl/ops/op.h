@@ -1,5 +1,5 @@
-// What the operator kernels share: the node a kernel is made for (Node), the tensors and
-// host callbacks of one call (Call), the kernel interface (Op) and small shape helpers.
+// What the operators' kernels are written with: the node a kernel is made for (Node), the
+// tensors and host callbacks of one call (Call), the interface (Op) and shape helpers.
 //
 // An Op is made by create_kernel from a node — it decides there, from the node's
 // attributes and its inputs' types, ranks and constant values, whether it can run the
@@ -64,7 +64,8 @@ class Node {
   size_t num_inputs() const { return n_.num_inputs; }
   const BhpValueInfo& input(size_t i) const { return n_.inputs[i]; }
   int32_t input_type(size_t i) const { return has_input(i) ? n_.inputs[i].dtype : BH_TYPE_UNDEFINED; }
-  bool is_constant(size_t i) const { return has_input(i) && n_.inputs[i].constant_data; }
+  // Whether input i has a value fixed for the session (an empty one counts, bytes or not).
+  bool is_constant(size_t i) const { return has_input(i) && (n_.inputs[i].constant_data || known_empty(i)); }
   bool has_output(size_t i) const { return i < n_.num_outputs && n_.outputs[i].present; }
   // Refuses unless every listed input (every input when `which` is empty) that is present
   // has a type in `allowed`.
@@ -88,6 +89,7 @@ class Node {
 
  private:
   const BhpAttribute* attr(const char* name, int32_t type) const;  // any type for UNDEFINED
+  bool known_empty(size_t i) const;                                // a shape known to hold no elements
 
   const BhpNode& n_;
   std::string where_;
@@ -142,29 +144,6 @@ OpPtr make_op(F f) {
   return std::make_unique<Fn>(std::move(f));
 }
 
-// The operators of the backend (registry.cc): the list for list_ops, and the Op for a node.
-std::vector<BhpOpInfo> list_ops();
-Result<OpPtr> make_op_for(const Node& node);
-
-// The kernel (BhpKernel): an Op for one node on one device.
-class Kernel {
- public:
-  Kernel(Device& device, std::string where, OpPtr op) : device_(device), where_(std::move(where)), op_(std::move(op)) {}
-  Device& device() const { return device_; }
-  // Enqueues the node's work on call.run's stream, or (call.run NULL) on a queue of its
-  // own, complete when this returns.
-  Status compute(const BhpKernelCall& call) const;
-
- private:
-  Device& device_;
-  const std::string where_;
-  const OpPtr op_;
-};
-
-}  // namespace bulkhead::opencl
-
-namespace bulkhead::opencl {
-
 // Drops dimensions of size 1 and merges neighbours that every stride list in `strides`
 // steps through contiguously (stride[d - 1] == stride[d] * dims[d]), in place: fewer
 // dimensions for the kernels to unpack, and boxes above rank 8 that still fit.
@@ -172,40 +151,8 @@ void simplify(Dims& dims, std::initializer_list<Dims*> strides);
 
 // The element types the layout kernels move (any fixed-size type) and the float type.
 inline constexpr std::initializer_list<int32_t> kAnyFixed = {
-    BH_TYPE_FLOAT32, BH_TYPE_UINT8,   BH_TYPE_INT8,   BH_TYPE_UINT16,  BH_TYPE_INT16,  BH_TYPE_INT32,   BH_TYPE_INT64,
+    BH_TYPE_FLOAT32, BH_TYPE_UINT8,   BH_TYPE_INT8,    BH_TYPE_UINT16, BH_TYPE_INT16,  BH_TYPE_INT32,   BH_TYPE_INT64,
     BH_TYPE_BOOL,    BH_TYPE_FLOAT16, BH_TYPE_FLOAT64, BH_TYPE_UINT32, BH_TYPE_UINT64, BH_TYPE_BFLOAT16};
 inline constexpr std::initializer_list<int32_t> kFloat = {BH_TYPE_FLOAT32};
-
-// The families (ops/<family>.cc), each making the Op for its operators.
-Result<OpPtr> make_unary(const Node& n, int code);
-Result<OpPtr> make_binary(const Node& n, int code);
-// y = a op b with numpy broadcasting (elementwise.cc), for the ops that need one inside.
-Status dispatch_binary(Call& call, const Tensor& a, const Tensor& b, const Tensor& y, int op);
-
-Result<OpPtr> make_conv(const Node& n);
-Result<OpPtr> make_conv_transpose(const Node& n);
-Result<OpPtr> make_matmul(const Node& n);
-Result<OpPtr> make_gemm(const Node& n);
-Result<OpPtr> make_pool(const Node& n, int kind);  // 0 max, 1 average
-Result<OpPtr> make_global_pool(const Node& n, int kind);
-
-Result<OpPtr> make_reduce(const Node& n, int op, int axes_input_since);
-Result<OpPtr> make_softmax(const Node& n, bool log);
-Result<OpPtr> make_batch_norm(const Node& n);
-Result<OpPtr> make_instance_norm(const Node& n);
-Result<OpPtr> make_layer_norm(const Node& n);
-
-Result<OpPtr> make_transpose(const Node& n);
-Result<OpPtr> make_concat(const Node& n);
-Result<OpPtr> make_slice(const Node& n);
-Result<OpPtr> make_pad(const Node& n);
-Result<OpPtr> make_gather(const Node& n);
-Result<OpPtr> make_resize(const Node& n);
-
-Result<OpPtr> make_reshape(const Node& n);
-Result<OpPtr> make_flatten(const Node& n);
-Result<OpPtr> make_squeeze(const Node& n);
-Result<OpPtr> make_unsqueeze(const Node& n);
-Result<OpPtr> make_identity(const Node& n);
 
 }  // namespace bulkhead::opencl

@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <array>
 
-#include "ops/op.h"
+#include "ops/families.h"
 
 namespace bulkhead::opencl {
 namespace {
@@ -81,8 +81,8 @@ Status pool(const PoolAttrs& a, Call& call) {
   OCL_ASSIGN(Tensor y, call.output(0, BH_TYPE_FLOAT32, ydims));
   OCL_TRY(call.check_size({&y}));
   auto i = [](int64_t v) { return static_cast<int>(v); };
-  const Pool p{i(g[0].in), i(g[1].in), i(g[0].out), i(g[1].out), i(g[0].k),  i(g[1].k),  i(g[0].s), i(g[1].s),
-               i(g[0].pb), i(g[1].pb), i(g[0].pe),  i(g[1].pe),  i(g[0].d),  i(g[1].d),  a.kind,    a.count_include_pad};
+  const Pool p{i(g[0].in), i(g[1].in), i(g[0].out), i(g[1].out), i(g[0].k), i(g[1].k), i(g[0].s), i(g[1].s),
+               i(g[0].pb), i(g[1].pb), i(g[0].pe),  i(g[1].pe),  i(g[0].d), i(g[1].d), a.kind,    a.count_include_pad};
   return call.stream().dispatch("pool", items(y.numel()), y.nbytes(), x->buf(), y.buf(), p);
 }
 

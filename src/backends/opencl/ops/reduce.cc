@@ -4,7 +4,7 @@
 // to input 1 (13 for ReduceSum, 18 for the others), and from there as a constant input.
 #include <algorithm>
 
-#include "ops/op.h"
+#include "ops/families.h"
 
 namespace bulkhead::opencl {
 namespace {
@@ -20,7 +20,8 @@ Status reduce(const ReduceAttrs& a, Call& call) {
   if (!x || x->dtype != BH_TYPE_FLOAT32) return invalid_argument(call.where() + "expects a float32 input");
   if (a.axes.empty() && a.noop_empty) return call.alias(0, 0, x->dims);
   const int rank = x->rank();
-  if (rank > OCL_MAX_RANK) return unsupported(call.where() + "rank " + std::to_string(rank) + " is above the kernel's 8");
+  if (rank > OCL_MAX_RANK)
+    return unsupported(call.where() + "rank " + std::to_string(rank) + " is above the kernel's 8");
   std::vector<bool> reduced(rank, a.axes.empty());
   for (int64_t axis : a.axes) {
     OCL_ASSIGN(int d, normalize_axis(axis, rank, call.where()));

@@ -1,9 +1,8 @@
 // The operators of the OpenCL backend: for each, the opset its kernel's semantics start
-// at and the family function that makes it (ops/op.h). create_kernel picks, for a node,
+// at and the family function that makes it (ops/families.h). create_kernel picks, for a node,
 // the entry of its op type with the newest opset not above the model's.
-#include <cstring>
 
-#include "ops/op.h"
+#include "ops/families.h"
 
 namespace bulkhead::opencl {
 namespace {
@@ -90,8 +89,9 @@ Result<OpPtr> make_op_for(const Node& node) {
   const std::string op = node.op_type();
   for (const Entry& e : kOps)
     if (op == e.op_type && e.since <= node.opset() && (!best || e.since > best->since)) best = &e;
-  if (!best) return unsupported(node.where() + "the OpenCL backend has no kernel for this operator at opset " +
-                                std::to_string(node.opset()));
+  if (!best)
+    return unsupported(node.where() + "the OpenCL backend has no kernel for this operator at opset " +
+                       std::to_string(node.opset()));
   return best->make(node);
 }
 

@@ -8,7 +8,7 @@
 #include <cmath>
 #include <limits>
 
-#include "ops/op.h"
+#include "ops/families.h"
 
 namespace bulkhead::opencl {
 namespace {
@@ -31,15 +31,20 @@ struct ResizeSpec {
 double source_position(Coord coord, int64_t in, int64_t out, double scale, int64_t x) {
   const double xr = static_cast<double>(x), len = scale * static_cast<double>(in);
   switch (coord) {
-    case Coord::kHalfPixel: return (xr + 0.5) / scale - 0.5;
+    case Coord::kHalfPixel:
+      return (xr + 0.5) / scale - 0.5;
     case Coord::kHalfPixelSymmetric: {
       const double adj = static_cast<double>(out) / len, center = static_cast<double>(in) / 2;
       return center * (1 - adj) + (xr + 0.5) / scale - 0.5;
     }
-    case Coord::kPytorchHalfPixel: return out > 1 ? (xr + 0.5) / scale - 0.5 : 0.0;
-    case Coord::kAlignCorners: return len == 1 ? 0.0 : xr * static_cast<double>(in - 1) / (len - 1);
-    case Coord::kAsymmetric: return xr / scale;
-    case Coord::kTfHalfPixelForNN: return (xr + 0.5) / scale;
+    case Coord::kPytorchHalfPixel:
+      return out > 1 ? (xr + 0.5) / scale - 0.5 : 0.0;
+    case Coord::kAlignCorners:
+      return len == 1 ? 0.0 : xr * static_cast<double>(in - 1) / (len - 1);
+    case Coord::kAsymmetric:
+      return xr / scale;
+    case Coord::kTfHalfPixelForNN:
+      return (xr + 0.5) / scale;
   }
   return 0;
 }
@@ -48,11 +53,21 @@ int32_t nearest_index(const ResizeSpec& s, int64_t in, int64_t out, double scale
   const double pos = source_position(s.coord, in, out, scale, x);
   double r = 0;
   switch (s.nearest) {
-    case Nearest::kRoundPreferFloor: r = std::ceil(pos - 0.5); break;
-    case Nearest::kRoundPreferCeil: r = std::floor(pos + 0.5); break;
-    case Nearest::kFloor: r = std::floor(pos); break;
-    case Nearest::kCeil: r = std::ceil(pos); break;
-    case Nearest::kSimple: r = scale < 1 ? std::ceil(pos) : std::floor(pos); break;
+    case Nearest::kRoundPreferFloor:
+      r = std::ceil(pos - 0.5);
+      break;
+    case Nearest::kRoundPreferCeil:
+      r = std::floor(pos + 0.5);
+      break;
+    case Nearest::kFloor:
+      r = std::floor(pos);
+      break;
+    case Nearest::kCeil:
+      r = std::ceil(pos);
+      break;
+    case Nearest::kSimple:
+      r = scale < 1 ? std::ceil(pos) : std::floor(pos);
+      break;
   }
   return static_cast<int32_t>(std::clamp<double>(r, 0, static_cast<double>(in - 1)));
 }
@@ -126,7 +141,8 @@ Status resize(const ResizeSpec& s, Call& call) {
   std::vector<double> scale;
   OCL_TRY(resize_geometry(s, x->dims, call.where(), &out, &scale));
   if (s.linear) {
-    if (r < 2 || x->dtype != BH_TYPE_FLOAT32) return invalid_argument(call.where() + "linear Resize takes float32 of rank >= 2");
+    if (r < 2 || x->dtype != BH_TYPE_FLOAT32)
+      return invalid_argument(call.where() + "linear Resize takes float32 of rank >= 2");
     for (int d = 0; d < r - 2; ++d)
       if (out[d] != x->dims[d] || scale[d] != 1.0)
         return unsupported(call.where() + "the OpenCL linear Resize resizes the last two axes only, not " +
@@ -211,7 +227,8 @@ Result<OpPtr> make_resize(const Node& n) {
     if (has_sizes && n.has_input(2) && n.input(2).constant_size > 0)
       return invalid_argument(n.where() + "only one of scales and sizes may be given");
   }
-  if (s.sizes.empty() && s.scales.empty()) return unsupported(n.where() + "the OpenCL Resize needs constant scales or sizes");
+  if (s.sizes.empty() && s.scales.empty())
+    return unsupported(n.where() + "the OpenCL Resize needs constant scales or sizes");
   for (float v : s.scales)
     if (!(v > 0) || !std::isfinite(v)) return invalid_argument(n.where() + "scales must be positive");
   for (int64_t v : s.sizes)

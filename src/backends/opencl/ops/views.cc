@@ -4,7 +4,7 @@
 // 13) must be constants.
 #include <functional>
 
-#include "ops/op.h"
+#include "ops/families.h"
 
 namespace bulkhead::opencl {
 namespace {
@@ -85,7 +85,8 @@ Result<OpPtr> make_squeeze(const Node& n) {
     for (int d = 0; d < r && axes.empty(); ++d) drop[d] = in[d] == 1;  // no axes: every dimension of size 1
     for (int64_t a0 : axes) {
       OCL_ASSIGN(int a, normalize_axis(a0, r, where));
-      if (in[a] != 1) return invalid_argument(where + "cannot squeeze axis " + std::to_string(a0) + " of " + dims_text(in));
+      if (in[a] != 1)
+        return invalid_argument(where + "cannot squeeze axis " + std::to_string(a0) + " of " + dims_text(in));
       drop[a] = true;
     }
     Dims out;
