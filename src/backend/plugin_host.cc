@@ -306,6 +306,7 @@ class PluginKernel final : public Kernel {
     for (int i = 0; i < ctx.num_inputs(); ++i) {
       ins[i] = BhpTensor{};
       const Tensor* t = ctx.input(i);
+      if (!t && ctx.has_input(i)) return invalid_argument(ctx.where() + "input " + std::to_string(i) + " is not a tensor");
       if (!t) continue;
       BH_RETURN_IF_ERROR(device_->handle_of(*t, ctx.where() + "input " + std::to_string(i)).status());
       cc.fill(*t, &ins[i]);
@@ -448,6 +449,15 @@ Status PluginDevice::init() {
 }
 
 Result<std::unique_ptr<Kernel>> PluginDevice::make_kernel(const KernelInfo& info) {
+  // ABI version 1 exchanges tensors only: a node reading or making a sequence or an
+  // optional stays with a device that takes them.
+  if (info.graph)
+    for (const auto* names : {&info.node.inputs, &info.node.outputs})
+      for (const auto& n : *names) {
+        const ir::ValueInfo* vi = n.empty() ? nullptr : info.graph->info(n);
+        if (vi && vi->type != ir::ValueType::kTensor)
+          return unsupported(where_ + info.where() + "value '" + n + "' is not a tensor (a plugin takes tensors only)");
+      }
   NodeView view(info);
   BhpKernel* k = nullptr;
   BH_RETURN_IF_ERROR(take(table().create_kernel(device_, &view.node, &k), where_));
