@@ -1,7 +1,9 @@
 // CopyRouter (invariant I2): copies are routed by the domains of their two ends, through
 // a table that devices fill when they are opened and empty when they are torn down.
-// Host → host copies need no entry. A pair with no entry is rejected with an error
-// naming both domains — a buffer is never handed to a backend that cannot read it.
+// Host → host copies need no entry. A pair of devices with no entry of its own (two
+// backends' devices) is staged through host memory when each end has its transfer to or
+// from the host; any other pair is rejected with an error naming both domains — a buffer
+// is never handed to a backend that cannot read it.
 //
 // Thread-safe: lookups take a shared lock, registration an exclusive one. The copy
 // function runs outside the lock.
