@@ -22,6 +22,11 @@
  * VERSIONS. Every struct begins with `struct_size` (the size the writer was compiled
  * with). Members are only ever appended: a reader checks struct_size before it reads a
  * member added after version 1, and treats one beyond struct_size as absent (NULL / 0).
+ * An array of structs is stepped through with its elements' struct_size, so that a reader
+ * built against an older header still finds element i of a newer writer's array: use
+ * BHP_AT(type, array, i). A struct the caller passes for the callee to fill (an out-
+ * parameter) has its struct_size set by the caller; the callee writes only the members
+ * that fit in it.
  * Members marked OPTIONAL may be NULL; the host checks before calling them. A new ABI
  * version is a new table type (BhpPluginV2 …); the host keeps speaking the old ones.
  *
@@ -87,6 +92,10 @@ extern "C" {
 /* The name of the one function a plugin library exports. */
 #define BHP_ENTRY_NAME "bh_backend_plugin_entry"
 
+/* Element `i` of an array of ABI structs, stepping by the elements' struct_size. */
+#define BHP_AT(type, array, i) \
+  ((const type*)((const char*)(array) + (size_t)(i) * (size_t)((const type*)(array))->struct_size))
+
 typedef int32_t (*BhpEntryFn)(const uint32_t* host_versions, uint32_t num_host_versions, uint32_t* chosen_version,
                               const void** table);
 
@@ -137,6 +146,7 @@ typedef struct BhpBuffer {
 /* An operator the device may run: (domain, op_type) from opset `since_version` on. The
  * host still asks create_kernel, which may refuse a particular node. */
 typedef struct BhpOpInfo {
+  uint32_t struct_size;
   const char* domain; /* "" for the default ONNX domain */
   const char* op_type;
   int32_t since_version;
@@ -154,6 +164,7 @@ typedef enum BhpAttributeType {
 } BhpAttributeType;
 
 typedef struct BhpAttribute {
+  uint32_t struct_size;
   const char* name;
   int32_t type;          /* BhpAttributeType */
   int64_t i;             /* INT */
@@ -168,6 +179,7 @@ typedef struct BhpAttribute {
 
 /* What the host knows of a node input or output when kernels are created. */
 typedef struct BhpValueInfo {
+  uint32_t struct_size;
   int32_t present;       /* 0 for an omitted optional input / an unused output */
   int32_t dtype;         /* BhElementType; BH_TYPE_UNDEFINED when unknown */
   int32_t rank;          /* -1 when unknown */
@@ -196,6 +208,7 @@ typedef struct BhpNode {
 
 /* A tensor handed to or made for a kernel: a view of one of the plugin's buffers. */
 typedef struct BhpTensor {
+  uint32_t struct_size;
   int32_t dtype;        /* BhElementType; BH_TYPE_UNDEFINED for an omitted input */
   uint32_t rank;
   const int64_t* dims;  /* borrowed for the call */

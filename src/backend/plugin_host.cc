@@ -247,6 +247,7 @@ struct CallContext {
 
   void fill(const Tensor& t, BhpTensor* out) {
     shapes.push_back(t.shape());
+    out->struct_size = sizeof(BhpTensor);
     out->dtype = static_cast<int32_t>(t.dtype());
     out->rank = static_cast<uint32_t>(t.rank());
     out->dims = shapes.back().data();
@@ -261,7 +262,8 @@ struct CallContext {
   static BhpStatus* allocate_output(void* c, uint32_t index, int32_t dtype, uint32_t rank, const int64_t* dims,
                                     BhpTensor* out) {
     auto& cc = of(c);
-    if (!out) return make_status(nullptr, BH_INVALID_ARGUMENT, "allocate_output: NULL out");
+    if (!out || out->struct_size < sizeof(BhpTensor))
+      return make_status(nullptr, BH_INVALID_ARGUMENT, "allocate_output: out is NULL or smaller than ABI 1's BhpTensor");
     auto t = cc.ctx->allocate_output(static_cast<int>(index), static_cast<DataType>(dtype), shape(rank, dims));
     if (!t.is_ok()) return new BhpStatus{t.status()};
     auto h = cc.device->handle_of(*t, "output " + std::to_string(index));
@@ -285,7 +287,8 @@ struct CallContext {
   }
   static BhpStatus* allocate_scratch(void* c, uint64_t bytes, BhpTensor* out) {
     auto& cc = of(c);
-    if (!out) return make_status(nullptr, BH_INVALID_ARGUMENT, "allocate_scratch: NULL out");
+    if (!out || out->struct_size < sizeof(BhpTensor))
+      return make_status(nullptr, BH_INVALID_ARGUMENT, "allocate_scratch: out is NULL or smaller than ABI 1's BhpTensor");
     auto t = cc.ctx->allocate_scratch(DataType::kUInt8, Shape{static_cast<int64_t>(bytes)});
     if (!t.is_ok()) return new BhpStatus{t.status()};
     cc.fill(*t, out);
@@ -305,6 +308,7 @@ class PluginKernel final : public Kernel {
     std::vector<BhpTensor> ins(ctx.num_inputs());
     for (int i = 0; i < ctx.num_inputs(); ++i) {
       ins[i] = BhpTensor{};
+      ins[i].struct_size = sizeof(BhpTensor);
       const Tensor* t = ctx.input(i);
       if (!t && ctx.has_input(i)) return invalid_argument(ctx.where() + "input " + std::to_string(i) + " is not a tensor");
       if (!t) continue;
@@ -349,6 +353,7 @@ struct NodeView {
     const ir::Node& n = info.node;
     auto describe = [&](const std::string& name, DataType known) {
       BhpValueInfo v{};
+      v.struct_size = sizeof v;
       v.present = !name.empty();
       v.dtype = static_cast<int32_t>(known);
       v.rank = -1;
@@ -380,6 +385,7 @@ struct NodeView {
     for (const auto& o : n.outputs) outputs.push_back(describe(o, DataType::kUndefined));
     for (const auto& [name, a] : n.attrs) {
       BhpAttribute b{};
+      b.struct_size = sizeof b;
       b.name = name.c_str();
       switch (a.type) {
         case ir::AttrType::kFloat: b.type = BHP_ATTR_FLOAT; b.f = a.f; break;
@@ -417,11 +423,14 @@ Status PluginDevice::init() {
   const BhpOpInfo* ops = nullptr;
   uint32_t count = 0;
   BH_RETURN_IF_ERROR(take(table().list_ops(device_, &ops, &count), where_ + "listing operators: "));
-  for (uint32_t i = 0; i < count && ops; ++i) {
-    if (!ops[i].op_type) continue;
+  if (count && (!ops || ops->struct_size < sizeof(BhpOpInfo)))
+    return internal_error(where_ + "list_ops gave no array, or one of elements smaller than ABI 1's BhpOpInfo");
+  for (uint32_t i = 0; i < count; ++i) {
+    const BhpOpInfo& op = *BHP_AT(BhpOpInfo, ops, i);
+    if (!op.op_type) continue;
     // The table lives in this device: the factory is only called while the device is.
-    kernels_.add(ops[i].op_type, ops[i].since_version, [this](const KernelInfo& info) { return make_kernel(info); },
-                 ops[i].domain ? ops[i].domain : "");
+    kernels_.add(op.op_type, op.since_version, [this](const KernelInfo& info) { return make_kernel(info); },
+                 op.domain ? op.domain : "");
   }
   // I2: the transfers the plugin performs, for this device's domain pairs.
   const Domain host = Domain::host();

@@ -229,6 +229,7 @@ struct NodeView {
   explicit NodeView(const NodeSpec& s) {
     for (const auto& i : s.inputs) {
       BhpValueInfo v{};
+      v.struct_size = sizeof v;
       v.present = i.present;
       v.dtype = i.present ? i.value.dtype : BH_TYPE_UNDEFINED;
       v.rank = i.present ? static_cast<int32_t>(i.value.dims.size()) : -1;
@@ -241,12 +242,14 @@ struct NodeView {
     }
     for (uint32_t o = 0; o < s.outputs; ++o) {
       BhpValueInfo v{};
+      v.struct_size = sizeof v;
       v.present = 1;
       v.rank = -1;
       outputs.push_back(v);
     }
     for (const auto& a : s.attrs) {
       BhpAttribute b{};
+      b.struct_size = sizeof b;
       b.name = a.name.c_str();
       b.type = a.type;
       b.i = a.i;
@@ -365,7 +368,7 @@ class Harness {
     } ctx{this, &ins, std::vector<DeviceTensor>(num_outputs), {}};
     std::vector<BhpTensor> bt(ins.size());
     for (size_t i = 0; i < ins.size(); ++i)
-      bt[i] = BhpTensor{ins[i].dtype,       static_cast<uint32_t>(ins[i].dims.size()),
+      bt[i] = BhpTensor{sizeof(BhpTensor), ins[i].dtype,       static_cast<uint32_t>(ins[i].dims.size()),
                         ins[i].dims.data(), ins[i].handle,
                         ins[i].offset,      nullptr};
     std::vector<uint8_t> wanted(num_outputs, 1);
@@ -389,7 +392,7 @@ class Harness {
       x.h->keep(b.handle);
       x.outs[index] = DeviceTensor{dtype, d, b.handle, 128};
       const Dims& kept = x.dims.emplace_back(d);
-      *out = BhpTensor{dtype, rank, kept.data(), b.handle, 128, nullptr};
+      *out = BhpTensor{sizeof(BhpTensor), dtype, rank, kept.data(), b.handle, 128, nullptr};
       return nullptr;
     };
     call.alias_output = [](void* c, uint32_t index, uint32_t input, uint32_t rank, const int64_t* dims) -> BhpStatus* {
@@ -406,7 +409,7 @@ class Harness {
       if (BhpStatus* s = x.h->t().allocate(x.h->device_, x.h->session_, 64 + bytes, &b)) return s;
       x.h->keep(b.handle);
       const Dims& kept = x.dims.emplace_back(Dims{static_cast<int64_t>(bytes)});
-      *out = BhpTensor{BH_TYPE_UINT8, 1, kept.data(), b.handle, 64, nullptr};
+      *out = BhpTensor{sizeof(BhpTensor), BH_TYPE_UINT8, 1, kept.data(), b.handle, 64, nullptr};
       return nullptr;
     };
     Outcome o = take(t().compute(k, &call));

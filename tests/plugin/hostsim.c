@@ -169,7 +169,8 @@ static void close_device(BhpDevice* d) {
   free(d);
 }
 
-static const BhpOpInfo kOps[] = {{"", "Add", 7}, {"", "Mul", 7}, {"", "Relu", 6}, {"", "MatMul", 1}, {"", "Reshape", 5}};
+#define OP(name, since) {sizeof(BhpOpInfo), "", name, since}
+static const BhpOpInfo kOps[] = {OP("Add", 7), OP("Mul", 7), OP("Relu", 6), OP("MatMul", 1), OP("Reshape", 5)};
 
 static BhpStatus* list_ops(BhpDevice* d, const BhpOpInfo** ops, uint32_t* count) {
   if (fails(d->backend, "list_ops")) return injected(d->backend, "list_ops");
@@ -233,11 +234,11 @@ static BhpStatus* create_kernel(BhpDevice* d, const BhpNode* n, BhpKernel** out)
   else if (strcmp(n->op_type, "Reshape") == 0) kind = K_RESHAPE;
   else return error(h, BH_UNSUPPORTED, "hostsim has no %s", n->op_type, NULL);
   for (uint32_t i = 0; i < n->num_inputs && kind != K_RESHAPE; ++i)
-    if (n->inputs[i].present && n->inputs[i].dtype != BH_TYPE_FLOAT32)
+    if (BHP_AT(BhpValueInfo, n->inputs, i)->present && BHP_AT(BhpValueInfo, n->inputs, i)->dtype != BH_TYPE_FLOAT32)
       return error(h, BH_UNSUPPORTED, "node '%s' (%s): hostsim runs float32 only", n->name, n->op_type);
   if (kind == K_ADD || kind == K_MUL) {
     /* Refused here when the shapes are known to need more than hostsim broadcasts. */
-    const BhpValueInfo *a = &n->inputs[0], *c = &n->inputs[1];
+    const BhpValueInfo *a = BHP_AT(BhpValueInfo, n->inputs, 0), *c = BHP_AT(BhpValueInfo, n->inputs, 1);
     int known = a->rank >= 0 && c->rank >= 0, same = known && a->rank == c->rank, one_a = known, one_c = known;
     for (int32_t i = 0; known && i < a->rank; ++i) one_a = one_a && a->dims[i] == 1;
     for (int32_t i = 0; known && i < c->rank; ++i) one_c = one_c && c->dims[i] == 1;
@@ -251,7 +252,7 @@ static BhpStatus* create_kernel(BhpDevice* d, const BhpNode* n, BhpKernel** out)
   k->kind = kind;
   snprintf(k->name, sizeof k->name, "%s", n->name);
   if (kind == K_RESHAPE) {
-    const BhpValueInfo* s = n->num_inputs > 1 ? &n->inputs[1] : NULL;
+    const BhpValueInfo* s = n->num_inputs > 1 ? BHP_AT(BhpValueInfo, n->inputs, 1) : NULL;
     int ok = s && s->constant_data && s->dtype == BH_TYPE_INT64 && s->rank == 1 && s->dims[0] <= 8;
     for (int64_t i = 0; ok && i < s->dims[0]; ++i) {
       k->shape[i] = ((const int64_t*)s->constant_data)[i];
@@ -290,8 +291,10 @@ static BhpStatus* compute(const BhpKernel* k, const BhpKernelCall* call) {
   const BhpHost* h = &b->host;
   TRACK(b, computes, 1);
   if (call->run) call->run->dispatches++;
-  const BhpTensor* a = &call->inputs[0];
+  const BhpTensor* a = BHP_AT(BhpTensor, call->inputs, 0);
   BhpTensor y;
+  memset(&y, 0, sizeof y);
+  y.struct_size = sizeof y;
   BhpStatus* s = NULL;
   if (k->kind == K_RESHAPE) {
     if (numel(a) != 0) {
@@ -308,7 +311,7 @@ static BhpStatus* compute(const BhpKernel* k, const BhpKernelCall* call) {
     for (int64_t i = 0; i < numel(a); ++i) o[i] = x[i] > 0 ? x[i] : 0;
     return NULL;
   }
-  const BhpTensor* c = &call->inputs[1];
+  const BhpTensor* c = BHP_AT(BhpTensor, call->inputs, 1);
   if (k->kind == K_MATMUL) {
     if (a->rank != 2 || c->rank != 2 || a->dims[1] != c->dims[0])
       return error(h, BH_INVALID_ARGUMENT, "node '%s' (MatMul): hostsim multiplies [M,K] by [K,N]", k->name, NULL);

@@ -106,7 +106,7 @@ Status Node::require_types(std::initializer_list<int32_t> allowed, std::initiali
     for (size_t i = 0; i < n_.num_inputs; ++i) inputs.push_back(i);
   for (size_t i : inputs) {
     if (!has_input(i)) continue;
-    const int32_t t = n_.inputs[i].dtype;
+    const int32_t t = in(i).dtype;
     if (std::find(allowed.begin(), allowed.end(), t) == allowed.end())
       return unsupported(where_ + "the OpenCL kernel does not take input " + std::to_string(i) + " of type " +
                          dtype_name(t));
@@ -116,12 +116,12 @@ Status Node::require_types(std::initializer_list<int32_t> allowed, std::initiali
 
 Status Node::require_one_output(const char* what) const {
   for (size_t i = 1; i < n_.num_outputs; ++i)
-    if (n_.outputs[i].present) return unsupported(where_ + "the OpenCL kernel does not output " + what);
+    if (out(i).present) return unsupported(where_ + "the OpenCL kernel does not output " + what);
   return Status::ok();
 }
 
 bool Node::known_empty(size_t i) const {
-  const BhpValueInfo& v = n_.inputs[i];
+  const BhpValueInfo& v = in(i);
   if (v.rank < 0 || !v.dims) return false;
   bool empty = false;
   for (int32_t d = 0; d < v.rank; ++d) {
@@ -133,7 +133,7 @@ bool Node::known_empty(size_t i) const {
 
 Result<Dims> Node::constant_ints(size_t i, const char* what) const {
   if (!is_constant(i)) return unsupported(where_ + "the OpenCL kernel takes " + what + " only as a constant");
-  const BhpValueInfo& v = n_.inputs[i];
+  const BhpValueInfo& v = in(i);
   const size_t size = dtype_size(v.dtype);
   if (v.dtype != BH_TYPE_INT64 && v.dtype != BH_TYPE_INT32)
     return unsupported(where_ + what + " must be int64 or int32, got " + dtype_name(v.dtype));
@@ -152,7 +152,7 @@ Result<Dims> Node::constant_ints(size_t i, const char* what) const {
 
 Result<std::vector<float>> Node::constant_floats(size_t i, const char* what) const {
   if (!is_constant(i)) return unsupported(where_ + "the OpenCL kernel takes " + what + " only as a constant");
-  const BhpValueInfo& v = n_.inputs[i];
+  const BhpValueInfo& v = in(i);
   if (v.dtype != BH_TYPE_FLOAT32) return unsupported(where_ + what + " must be float32, got " + dtype_name(v.dtype));
   std::vector<float> out(v.constant_size / 4);
   if (!out.empty()) std::memcpy(out.data(), v.constant_data, out.size() * 4);
@@ -161,7 +161,7 @@ Result<std::vector<float>> Node::constant_floats(size_t i, const char* what) con
 
 const BhpAttribute* Node::attr(const char* name, int32_t type) const {
   for (uint32_t i = 0; i < n_.num_attributes; ++i) {
-    const BhpAttribute& a = n_.attributes[i];
+    const BhpAttribute& a = *BHP_AT(BhpAttribute, n_.attributes, i);
     if (a.name && std::strcmp(a.name, name) == 0) return type == BHP_ATTR_UNDEFINED || a.type == type ? &a : nullptr;
   }
   return nullptr;
@@ -228,8 +228,8 @@ Result<Tensor> Call::tensor_of(const BhpTensor& t, const std::string& what) cons
 Status Call::init() {
   inputs_.resize(call_.num_inputs);
   for (uint32_t i = 0; i < call_.num_inputs; ++i) {
-    if (call_.inputs[i].dtype == BH_TYPE_UNDEFINED) continue;
-    OCL_ASSIGN(inputs_[i], tensor_of(call_.inputs[i], "input " + std::to_string(i)));
+    if ((*BHP_AT(BhpTensor, call_.inputs, i)).dtype == BH_TYPE_UNDEFINED) continue;
+    OCL_ASSIGN(inputs_[i], tensor_of((*BHP_AT(BhpTensor, call_.inputs, i)), "input " + std::to_string(i)));
   }
   return Status::ok();
 }
@@ -239,6 +239,7 @@ Result<Tensor> Call::output(uint32_t index, int32_t dtype, const Dims& dims) {
     return internal_error(where_ + "output " + std::to_string(index) + " does not exist (the node has " +
                           std::to_string(call_.num_outputs) + ")");
   BhpTensor t{};
+  t.struct_size = sizeof t;
   if (BhpStatus* s =
           call_.allocate_output(call_.context, index, dtype, static_cast<uint32_t>(dims.size()), dims.data(), &t))
     return Status::from_host(s);
@@ -253,6 +254,7 @@ Status Call::alias(uint32_t index, uint32_t input, const Dims& dims) {
 
 Result<Tensor> Call::scratch(int32_t dtype, int64_t count) {
   BhpTensor t{};
+  t.struct_size = sizeof t;
   const uint64_t bytes = static_cast<uint64_t>(count) * dtype_size(dtype);
   if (BhpStatus* s = call_.allocate_scratch(call_.context, bytes, &t)) return Status::from_host(s);
   t.dtype = dtype;

@@ -60,13 +60,16 @@ class Node {
   std::string op_type() const { return n_.op_type ? n_.op_type : ""; }
   int opset() const { return n_.opset; }
 
-  bool has_input(size_t i) const { return i < n_.num_inputs && n_.inputs[i].present; }
+  // The node's arrays, stepped by their elements' struct_size (BHP_AT).
+  const BhpValueInfo& in(size_t i) const { return *BHP_AT(BhpValueInfo, n_.inputs, i); }
+  const BhpValueInfo& out(size_t i) const { return *BHP_AT(BhpValueInfo, n_.outputs, i); }
+  bool has_input(size_t i) const { return i < n_.num_inputs && in(i).present; }
   size_t num_inputs() const { return n_.num_inputs; }
-  const BhpValueInfo& input(size_t i) const { return n_.inputs[i]; }
-  int32_t input_type(size_t i) const { return has_input(i) ? n_.inputs[i].dtype : BH_TYPE_UNDEFINED; }
+  const BhpValueInfo& input(size_t i) const { return in(i); }
+  int32_t input_type(size_t i) const { return has_input(i) ? in(i).dtype : BH_TYPE_UNDEFINED; }
   // Whether input i has a value fixed for the session (an empty one counts, bytes or not).
-  bool is_constant(size_t i) const { return has_input(i) && (n_.inputs[i].constant_data || known_empty(i)); }
-  bool has_output(size_t i) const { return i < n_.num_outputs && n_.outputs[i].present; }
+  bool is_constant(size_t i) const { return has_input(i) && (in(i).constant_data || known_empty(i)); }
+  bool has_output(size_t i) const { return i < n_.num_outputs && out(i).present; }
   // Refuses unless every listed input (every input when `which` is empty) that is present
   // has a type in `allowed`.
   Status require_types(std::initializer_list<int32_t> allowed, std::initializer_list<size_t> which = {}) const;

@@ -80,7 +80,7 @@ const Entry kOps[] = {
 
 std::vector<BhpOpInfo> list_ops() {
   std::vector<BhpOpInfo> ops;
-  for (const Entry& e : kOps) ops.push_back(BhpOpInfo{"", e.op_type, e.since});
+  for (const Entry& e : kOps) ops.push_back(BhpOpInfo{sizeof(BhpOpInfo), "", e.op_type, e.since});
   return ops;
 }
 
