@@ -1,6 +1,8 @@
-// Miscellaneous CPU kernels: CumSum, TopK, Einsum, SwiGLU, RotaryEmbedding, Attention.
+// Miscellaneous CPU kernels: CumSum and CumProd, Det, the window functions (Hann, Hamming,
+// Blackman), BitCast, TopK, Einsum, SwiGLU, RotaryEmbedding, Attention.
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <memory>
 #include <numeric>
@@ -13,6 +15,9 @@
 #include "backends/cpu/kernels/reduction_util.h"
 
 namespace bulkhead::cpu {
+namespace ew {
+Status convert_into(const Tensor& src, const Tensor& dst, int threads, const std::string& where);  // elementwise_cast.cc
+}  // namespace ew
 namespace {
 
 using redutil::from_float32;
@@ -43,36 +48,30 @@ Result<int64_t> read_scalar_int(KernelContext& ctx, const Tensor& t, const char*
 }
 
 // =====================================================================================
-// CumSum
+// CumSum, CumProd
 // =====================================================================================
 
 template <typename T>
-void cumsum(const T* x, T* y, int64_t outer, int64_t K, int64_t inner, bool exclusive, bool reverse) {
+void cumulate(const T* x, T* y, int64_t outer, int64_t K, int64_t inner, bool exclusive, bool reverse, bool product) {
   std::vector<T> acc(static_cast<size_t>(inner));
   for (int64_t o = 0; o < outer; ++o) {
-    std::fill(acc.begin(), acc.end(), T(0));
+    std::fill(acc.begin(), acc.end(), T(product ? 1 : 0));
     for (int64_t kk = 0; kk < K; ++kk) {
       int64_t k = reverse ? K - 1 - kk : kk;
       const T* xr = x + (o * K + k) * inner;
       T* yr = y + (o * K + k) * inner;
-      if (exclusive) {
-        for (int64_t i = 0; i < inner; ++i) {
-          yr[i] = acc[i];
-          acc[i] += xr[i];
-        }
-      } else {
-        for (int64_t i = 0; i < inner; ++i) {
-          acc[i] += xr[i];
-          yr[i] = acc[i];
-        }
+      for (int64_t i = 0; i < inner; ++i) {
+        if (exclusive) yr[i] = acc[i];
+        acc[i] = product ? T(acc[i] * xr[i]) : T(acc[i] + xr[i]);
+        if (!exclusive) yr[i] = acc[i];
       }
     }
   }
 }
 
-class CumSumKernel final : public Kernel {
+class CumulativeKernel final : public Kernel {
  public:
-  CumSumKernel(bool exclusive, bool reverse) : exclusive_(exclusive), reverse_(reverse) {}
+  CumulativeKernel(bool exclusive, bool reverse, bool product) : exclusive_(exclusive), reverse_(reverse), product_(product) {}
 
   Status compute(KernelContext& ctx) const override {
     BH_ASSIGN_OR_RETURN(const Tensor* xp, required_input(ctx, 0, "x"));
@@ -86,19 +85,19 @@ class CumSumKernel final : public Kernel {
     DataType dt = x.dtype();
     BH_ASSIGN_OR_RETURN(Tensor y, ctx.allocate_output(0, dt, x.shape()));
     if (x.numel() == 0) return Status::ok();
-    bool ex = exclusive_, rv = reverse_;
+    bool ex = exclusive_, rv = reverse_, pr = product_;
     switch (dt) {
-      case DataType::kFloat32: cumsum<float>(x.data<float>(), y.data<float>(), outer, K, inner, ex, rv); break;
-      case DataType::kFloat64: cumsum<double>(x.data<double>(), y.data<double>(), outer, K, inner, ex, rv); break;
-      case DataType::kInt32: cumsum<int32_t>(x.data<int32_t>(), y.data<int32_t>(), outer, K, inner, ex, rv); break;
-      case DataType::kInt64: cumsum<int64_t>(x.data<int64_t>(), y.data<int64_t>(), outer, K, inner, ex, rv); break;
-      case DataType::kUInt32: cumsum<uint32_t>(x.data<uint32_t>(), y.data<uint32_t>(), outer, K, inner, ex, rv); break;
-      case DataType::kUInt64: cumsum<uint64_t>(x.data<uint64_t>(), y.data<uint64_t>(), outer, K, inner, ex, rv); break;
+      case DataType::kFloat32: cumulate<float>(x.data<float>(), y.data<float>(), outer, K, inner, ex, rv, pr); break;
+      case DataType::kFloat64: cumulate<double>(x.data<double>(), y.data<double>(), outer, K, inner, ex, rv, pr); break;
+      case DataType::kInt32: cumulate<int32_t>(x.data<int32_t>(), y.data<int32_t>(), outer, K, inner, ex, rv, pr); break;
+      case DataType::kInt64: cumulate<int64_t>(x.data<int64_t>(), y.data<int64_t>(), outer, K, inner, ex, rv, pr); break;
+      case DataType::kUInt32: cumulate<uint32_t>(x.data<uint32_t>(), y.data<uint32_t>(), outer, K, inner, ex, rv, pr); break;
+      case DataType::kUInt64: cumulate<uint64_t>(x.data<uint64_t>(), y.data<uint64_t>(), outer, K, inner, ex, rv, pr); break;
       case DataType::kFloat16:
       case DataType::kBFloat16: {
         Tensor f = to_float32(x);
         std::vector<float> out(static_cast<size_t>(x.numel()));
-        cumsum<float>(f.data<float>(), out.data(), outer, K, inner, ex, rv);
+        cumulate<float>(f.data<float>(), out.data(), outer, K, inner, ex, rv, pr);
         from_float32(out.data(), y);
         break;
       }
@@ -109,8 +108,107 @@ class CumSumKernel final : public Kernel {
   }
 
  private:
-  bool exclusive_, reverse_;
+  bool exclusive_, reverse_, product_;
 };
+
+// =====================================================================================
+// Det: the determinant of each square matrix in the last two dimensions, by LU
+// factorisation with partial pivoting, in double.
+// =====================================================================================
+
+template <typename T>
+void determinants(const T* x, T* y, int64_t batch, int64_t n) {
+  std::vector<double> a(static_cast<size_t>(n * n));
+  for (int64_t b = 0; b < batch; ++b) {
+    for (int64_t i = 0; i < n * n; ++i) a[i] = static_cast<double>(x[b * n * n + i]);
+    double det = 1;
+    for (int64_t c = 0; c < n && det != 0; ++c) {
+      int64_t p = c;
+      for (int64_t r = c + 1; r < n; ++r)
+        if (std::fabs(a[r * n + c]) > std::fabs(a[p * n + c])) p = r;
+      if (a[p * n + c] == 0) {
+        det = 0;
+        break;
+      }
+      if (p != c) {
+        for (int64_t k = 0; k < n; ++k) std::swap(a[p * n + k], a[c * n + k]);
+        det = -det;
+      }
+      det *= a[c * n + c];
+      for (int64_t r = c + 1; r < n; ++r) {
+        double f = a[r * n + c] / a[c * n + c];
+        for (int64_t k = c; k < n; ++k) a[r * n + k] -= f * a[c * n + k];
+      }
+    }
+    y[b] = static_cast<T>(det);
+  }
+}
+
+Status det_compute(KernelContext& ctx) {
+  BH_ASSIGN_OR_RETURN(const Tensor* xp, required_input(ctx, 0, "X"));
+  const Tensor& x = *xp;
+  if (x.rank() < 2 || x.dim(-1) != x.dim(-2))
+    return invalid_argument(ctx.where() + "input must be square matrices [*, M, M], got " + shape_to_string(x.shape()));
+  Shape out(x.shape().begin(), x.shape().end() - 2);
+  BH_ASSIGN_OR_RETURN(Tensor y, ctx.allocate_output(0, x.dtype(), out));
+  const int64_t n = x.dim(-1), batch = shape_numel(out);
+  switch (x.dtype()) {
+    case DataType::kFloat32: determinants<float>(x.data<float>(), y.data<float>(), batch, n); break;
+    case DataType::kFloat64: determinants<double>(x.data<double>(), y.data<double>(), batch, n); break;
+    case DataType::kFloat16:
+    case DataType::kBFloat16: {
+      Tensor f = to_float32(x);
+      std::vector<float> d(static_cast<size_t>(batch));
+      determinants<float>(f.data<float>(), d.data(), batch, n);
+      from_float32(d.data(), y);
+      break;
+    }
+    default:
+      BH_UNSUPPORTED_DTYPE(ctx.where(), x.dtype());
+  }
+  return Status::ok();
+}
+
+// =====================================================================================
+// HannWindow, HammingWindow, BlackmanWindow (opset 17): w[n] = sum_k (-1)^k a_k
+// cos(2 pi k n / D), D = size (periodic) or size - 1 (symmetric), in double, then cast.
+// =====================================================================================
+
+enum class Window { kHann, kHamming, kBlackman };
+
+Status window_compute(KernelContext& ctx, Window w, bool periodic, DataType out_type) {
+  BH_ASSIGN_OR_RETURN(const Tensor* sp, required_input(ctx, 0, "size"));
+  BH_ASSIGN_OR_RETURN(int64_t size, read_scalar_int(ctx, *sp, "size"));
+  if (size < 0) return invalid_argument(ctx.where() + "size must be >= 0, got " + std::to_string(size));
+  BH_ASSIGN_OR_RETURN(Tensor y, ctx.allocate_output(0, out_type, Shape{size}));
+  const double a0 = w == Window::kHann ? 0.5 : w == Window::kHamming ? 25.0 / 46.0 : 0.42;
+  const double a1 = w == Window::kBlackman ? 0.5 : 1 - a0, a2 = w == Window::kBlackman ? 0.08 : 0;
+  const double d = static_cast<double>(periodic ? size : size - 1);
+  std::vector<double> v(static_cast<size_t>(size));
+  for (int64_t n = 0; n < size; ++n) {
+    const double t = 2 * M_PI * static_cast<double>(n) / d;
+    // One sample is 1, as in NumPy and SciPy (the formula would divide 0 by 0).
+    v[n] = size == 1 ? 1.0 : a0 - a1 * std::cos(t) + a2 * std::cos(2 * t);
+  }
+  Tensor src = Tensor::host(DataType::kFloat64, Shape{size});
+  std::copy(v.begin(), v.end(), src.data<double>());
+  return ew::convert_into(src, y, 1, ctx.where());
+}
+
+// =====================================================================================
+// BitCast (opset 26): the same bytes seen as another element type of the same size.
+// =====================================================================================
+
+Status bitcast_compute(KernelContext& ctx, DataType to) {
+  BH_ASSIGN_OR_RETURN(const Tensor* xp, required_input(ctx, 0, "input"));
+  const Tensor& x = *xp;
+  if (x.dtype() == DataType::kString || dtype_size(x.dtype()) != dtype_size(to))
+    return unsupported(ctx.where() + "BitCast from " + dtype_name(x.dtype()) + " to " + dtype_name(to) +
+                       ": only between element types of the same size");
+  BH_ASSIGN_OR_RETURN(Tensor y, ctx.allocate_output(0, to, x.shape()));
+  if (x.nbytes()) std::memcpy(y.raw(), x.raw(), x.nbytes());
+  return Status::ok();
+}
 
 // =====================================================================================
 // TopK
@@ -853,9 +951,41 @@ class AttentionKernel final : public Kernel {
 }  // namespace
 
 void register_misc_kernels(KernelTable& t) {
-  t.add("CumSum", 11, [](const KernelInfo& info) -> Result<std::unique_ptr<Kernel>> {
-    return std::unique_ptr<Kernel>(std::make_unique<CumSumKernel>(info.node.attr_int("exclusive", 0) != 0,
-                                                                  info.node.attr_int("reverse", 0) != 0));
+  auto cumulative = [](bool product) {
+    return [product](const KernelInfo& info) -> Result<std::unique_ptr<Kernel>> {
+      return std::unique_ptr<Kernel>(std::make_unique<CumulativeKernel>(
+          info.node.attr_int("exclusive", 0) != 0, info.node.attr_int("reverse", 0) != 0, product));
+    };
+  };
+  t.add("CumSum", 11, cumulative(false));
+  t.add("CumProd", 26, cumulative(true));
+  t.add("Det", 11, [](const KernelInfo& info) -> Result<std::unique_ptr<Kernel>> {
+    if (!info.input_types.empty() && info.input_types[0] != DataType::kUndefined && !dtype_is_float(info.input_types[0]))
+      return unsupported(info.where() + "Det takes floating-point matrices, not " + dtype_name(info.input_types[0]));
+    return make_kernel(det_compute);
+  });
+  for (auto [op, w] : {std::pair{"HannWindow", Window::kHann}, std::pair{"HammingWindow", Window::kHamming},
+                       std::pair{"BlackmanWindow", Window::kBlackman}}) {
+    Window kind = w;
+    t.add(op, 17, [kind](const KernelInfo& info) -> Result<std::unique_ptr<Kernel>> {
+      auto out = static_cast<DataType>(info.node.attr_int("output_datatype", 1));
+      if (!dtype_is_known(static_cast<int32_t>(out)) || out == DataType::kString || out == DataType::kBool)
+        return unsupported(info.where() + "output_datatype " + std::to_string(static_cast<int>(out)) + " is not supported");
+      bool periodic = info.node.attr_int("periodic", 1) != 0;
+      return make_kernel([kind, periodic, out](KernelContext& ctx) { return window_compute(ctx, kind, periodic, out); });
+    });
+  }
+  t.add("BitCast", 26, [](const KernelInfo& info) -> Result<std::unique_ptr<Kernel>> {
+    const ir::Attribute* a = info.node.attr("to");
+    if (!a || a->type != ir::AttrType::kInt) return invalid_model(info.where() + "missing required int attribute 'to'");
+    auto to = static_cast<DataType>(a->i);
+    if (!dtype_is_known(static_cast<int32_t>(a->i)) || to == DataType::kString || dtype_size(to) == 0)
+      return unsupported(info.where() + "BitCast to element type " + std::to_string(a->i) + " is not supported");
+    DataType from = info.input_types.empty() ? DataType::kUndefined : info.input_types[0];
+    if (from != DataType::kUndefined && dtype_size(from) != dtype_size(to))
+      return unsupported(info.where() + "BitCast from " + dtype_name(from) + " to " + dtype_name(to) +
+                         ": only between element types of the same size");
+    return make_kernel([to](KernelContext& ctx) { return bitcast_compute(ctx, to); });
   });
 
   auto topk_factory = [](bool k_input) {

@@ -1,0 +1,63 @@
+// CumProd, Det, the window functions and BitCast on the CPU: what the conformance cases do
+// not cover — the refusals at session creation, each naming node, operator and the
+// unsupported thing, and edge cases (a singular matrix, an empty window).
+#include <gtest/gtest.h>
+
+#include "bulkhead/bulkhead.hpp"
+#include "support/test_util.h"
+
+namespace bulkhead::test {
+namespace {
+
+Result<Session> load(const Env& env, const std::string& text) { return env.load_bytes(model_text_bytes(text), "m"); }
+
+void expect_refused(const std::string& text, const std::string& part) {
+  Env env;
+  auto s = load(env, text);
+  ASSERT_FALSE(s.is_ok());
+  EXPECT_NE(s.status().message().find(part), std::string::npos) << s.status().to_string();
+}
+
+TEST(MiscOps, RefusalsNameNodeOperatorAndWhat) {
+  expect_refused(R"(<ir_version: 8, opset_import: ["" : 22]>
+g (int32[2,2] x) => (int32 y) { y = Det(x) })", "node 'Det_0' (Det): Det takes floating-point matrices, not int32");
+  expect_refused(R"(<ir_version: 10, opset_import: ["" : 26]>
+g (float[2] x) => (int8[8] y) { y = BitCast <to = 3> (x) })", "node 'BitCast_0' (BitCast): BitCast from float32 to int8: only between element types of the same size");
+  expect_refused(R"(<ir_version: 8, opset_import: ["" : 17]>
+g (int64 n) => (string[N] y) { y = HannWindow <output_datatype = 8> (n) })", "node 'HannWindow_0' (HannWindow): output_datatype 8 is not supported");
+}
+
+TEST(MiscOps, DetOfASingularMatrixIsZeroAndPivotsFlipTheSign) {
+  Env env;
+  auto s = load(env, R"(<ir_version: 8, opset_import: ["" : 22]>
+g (float[3,2,2] x) => (float[3] y) { y = Det(x) })");
+  ASSERT_TRUE(s.is_ok()) << s.status().to_string();
+  Tensor x = Tensor::from_vector<float>(DataType::kFloat32, {3, 2, 2}, {1, 2, 2, 4, 0, 1, 1, 0, 3, 0, 0, 2});
+  auto r = s->run({{"x", x}});
+  ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+  const float* y = (*r)[0].second.data<float>();
+  EXPECT_EQ(y[0], 0.0f);
+  EXPECT_EQ(y[1], -1.0f);
+  EXPECT_EQ(y[2], 6.0f);
+}
+
+TEST(MiscOps, WindowsOfSizeZeroAndOne) {
+  Env env;
+  auto s = load(env, R"(<ir_version: 8, opset_import: ["" : 17]>
+g (int64 n) => (float[N] y) { y = HammingWindow <periodic = 0> (n) })");
+  ASSERT_TRUE(s.is_ok()) << s.status().to_string();
+  for (int64_t n : {0, 1}) {
+    auto r = s->run({{"n", Tensor::from_vector<int64_t>(DataType::kInt64, {}, {n})}});
+    ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+    ASSERT_EQ((*r)[0].second.numel(), n);
+    if (n == 1) {
+      EXPECT_EQ((*r)[0].second.data<float>()[0], 1.0f);  // as NumPy's hamming(1)
+    }
+  }
+  auto bad = s->run({{"n", Tensor::from_vector<int64_t>(DataType::kInt64, {}, {-3})}});
+  ASSERT_FALSE(bad.is_ok());
+  EXPECT_NE(bad.status().message().find("size must be >= 0, got -3"), std::string::npos) << bad.status().to_string();
+}
+
+}  // namespace
+}  // namespace bulkhead::test
