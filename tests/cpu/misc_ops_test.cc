@@ -27,6 +27,21 @@ g (float[2] x) => (int8[8] y) { y = BitCast <to = 3> (x) })", "node 'BitCast_0' 
 g (int64 n) => (string[N] y) { y = HannWindow <output_datatype = 8> (n) })", "node 'HannWindow_0' (HannWindow): output_datatype 8 is not supported");
 }
 
+TEST(MiscOps, NonMaxSuppressionRefusesABadBoxFormatAndMismatchedShapes) {
+  expect_refused(R"(<ir_version: 8, opset_import: ["" : 11]>
+g (float[1,2,4] b, float[1,1,2] s) => (int64[N,3] y) { y = NonMaxSuppression <center_point_box = 2> (b, s) })",
+                 "node 'NonMaxSuppression_0' (NonMaxSuppression): center_point_box must be 0 or 1, got 2");
+  Env env;
+  auto s = load(env, R"(<ir_version: 8, opset_import: ["" : 11]>
+g (float[1,N,4] b, float[1,1,M] s, int64[1] k) => (int64[K,3] y) { y = NonMaxSuppression(b, s, k) })");
+  ASSERT_TRUE(s.is_ok()) << s.status().to_string();
+  auto r = s->run({{"b", Tensor::host(DataType::kFloat32, {1, 2, 4})}, {"s", Tensor::host(DataType::kFloat32, {1, 1, 3})},
+                   {"k", Tensor::from_vector<int64_t>(DataType::kInt64, {1}, {5})}});
+  ASSERT_FALSE(r.is_ok());
+  EXPECT_NE(r.status().message().find("expected boxes [batches, boxes, 4] and scores [batches, classes, boxes], got [1,2,4] and [1,1,3]"),
+            std::string::npos) << r.status().to_string();
+}
+
 TEST(MiscOps, DetOfASingularMatrixIsZeroAndPivotsFlipTheSign) {
   Env env;
   auto s = load(env, R"(<ir_version: 8, opset_import: ["" : 22]>

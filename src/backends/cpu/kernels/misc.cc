@@ -211,6 +211,81 @@ Status bitcast_compute(KernelContext& ctx, DataType to) {
 }
 
 // =====================================================================================
+// NonMaxSuppression (opset 10/11): per batch and class, boxes by descending score (ties
+// by index), each kept unless its IoU with a kept one exceeds iou_threshold; only
+// scores above score_threshold; at most max_output_boxes_per_class.
+// =====================================================================================
+
+struct Box {
+  float y1, x1, y2, x2;
+};
+
+Box box_at(const float* b, bool center) {
+  if (center) {  // [x_center, y_center, width, height]
+    return {b[1] - b[3] / 2, b[0] - b[2] / 2, b[1] + b[3] / 2, b[0] + b[2] / 2};
+  }
+  return {std::min(b[0], b[2]), std::min(b[1], b[3]), std::max(b[0], b[2]), std::max(b[1], b[3])};
+}
+
+bool overlaps_more_than(const Box& a, const Box& b, float threshold) {
+  const float area_a = (a.y2 - a.y1) * (a.x2 - a.x1), area_b = (b.y2 - b.y1) * (b.x2 - b.x1);
+  if (area_a <= 0 || area_b <= 0) return false;
+  const float h = std::max(0.0f, std::min(a.y2, b.y2) - std::max(a.y1, b.y1));
+  const float w = std::max(0.0f, std::min(a.x2, b.x2) - std::max(a.x1, b.x1));
+  const float inter = h * w;
+  return inter / (area_a + area_b - inter) > threshold;
+}
+
+Status nms_compute(KernelContext& ctx, bool center) {
+  BH_ASSIGN_OR_RETURN(const Tensor* bp, required_input(ctx, 0, "boxes"));
+  BH_ASSIGN_OR_RETURN(const Tensor* sp, required_input(ctx, 1, "scores"));
+  const Tensor &boxes = *bp, &scores = *sp;
+  if (boxes.dtype() != DataType::kFloat32 || scores.dtype() != DataType::kFloat32)
+    return unsupported(ctx.where() + "boxes and scores must be float32, got " + dtype_name(boxes.dtype()) + " and " +
+                       dtype_name(scores.dtype()));
+  if (boxes.rank() != 3 || boxes.dim(2) != 4 || scores.rank() != 3 || scores.dim(0) != boxes.dim(0) ||
+      scores.dim(2) != boxes.dim(1))
+    return invalid_argument(ctx.where() + "expected boxes [batches, boxes, 4] and scores [batches, classes, boxes], got " +
+                            shape_to_string(boxes.shape()) + " and " + shape_to_string(scores.shape()));
+  int64_t max_out = 0;
+  float iou = 0, min_score = -std::numeric_limits<float>::infinity();
+  if (ctx.input(2) && ctx.input(2)->numel()) { BH_ASSIGN_OR_RETURN(max_out, read_scalar_int(ctx, *ctx.input(2), "max_output_boxes_per_class")); }
+  for (int i : {3, 4}) {
+    const Tensor* t = ctx.input(i);
+    if (!t || !t->numel()) continue;
+    if (t->dtype() != DataType::kFloat32 || t->numel() != 1)
+      return invalid_argument(ctx.where() + (i == 3 ? "iou_threshold" : "score_threshold") + " must be one float32");
+    (i == 3 ? iou : min_score) = t->data<float>()[0];
+  }
+  const int64_t batches = boxes.dim(0), n = boxes.dim(1), classes = scores.dim(1);
+  std::vector<int64_t> picked;  // (batch, class, box) triples
+  std::vector<int64_t> order;
+  std::vector<Box> kept;
+  for (int64_t b = 0; b < batches && max_out > 0; ++b)
+    for (int64_t c = 0; c < classes; ++c) {
+      const float* sc = scores.data<float>() + (b * classes + c) * n;
+      order.clear();
+      for (int64_t i = 0; i < n; ++i)
+        if (sc[i] > min_score) order.push_back(i);
+      std::stable_sort(order.begin(), order.end(), [&](int64_t x, int64_t y) { return sc[x] > sc[y]; });
+      kept.clear();
+      for (int64_t i : order) {
+        if (static_cast<int64_t>(kept.size()) >= max_out) break;
+        Box box = box_at(boxes.data<float>() + (b * n + i) * 4, center);
+        bool suppressed = false;
+        for (const Box& k : kept) suppressed = suppressed || overlaps_more_than(box, k, iou);
+        if (suppressed) continue;
+        kept.push_back(box);
+        picked.insert(picked.end(), {b, c, i});
+      }
+    }
+  const int64_t count = static_cast<int64_t>(picked.size() / 3);
+  BH_ASSIGN_OR_RETURN(Tensor y, ctx.allocate_output(0, DataType::kInt64, Shape{count, 3}));
+  std::copy(picked.begin(), picked.end(), y.data<int64_t>());
+  return Status::ok();
+}
+
+// =====================================================================================
 // TopK
 // =====================================================================================
 
@@ -975,6 +1050,12 @@ void register_misc_kernels(KernelTable& t) {
       return make_kernel([kind, periodic, out](KernelContext& ctx) { return window_compute(ctx, kind, periodic, out); });
     });
   }
+  t.add("NonMaxSuppression", 10, [](const KernelInfo& info) -> Result<std::unique_ptr<Kernel>> {
+    int64_t center = info.node.attr_int("center_point_box", 0);
+    if (center != 0 && center != 1)
+      return invalid_argument(info.where() + "center_point_box must be 0 or 1, got " + std::to_string(center));
+    return make_kernel([center](KernelContext& ctx) { return nms_compute(ctx, center == 1); });
+  });
   t.add("BitCast", 26, [](const KernelInfo& info) -> Result<std::unique_ptr<Kernel>> {
     const ir::Attribute* a = info.node.attr("to");
     if (!a || a->type != ir::AttrType::kInt) return invalid_model(info.where() + "missing required int attribute 'to'");
