@@ -1,4 +1,5 @@
-// CumProd, Det, the window functions and BitCast on the CPU: what the conformance cases do
+// CumProd, Det, the window functions, BitCast, NonMaxSuppression, CenterCropPad and
+// MaxUnpool on the CPU: what the conformance cases do
 // not cover — the refusals at session creation, each naming node, operator and the
 // unsupported thing, and edge cases (a singular matrix, an empty window).
 #include <gtest/gtest.h>
@@ -40,6 +41,26 @@ g (float[1,N,4] b, float[1,1,M] s, int64[1] k) => (int64[K,3] y) { y = NonMaxSup
   ASSERT_FALSE(r.is_ok());
   EXPECT_NE(r.status().message().find("expected boxes [batches, boxes, 4] and scores [batches, classes, boxes], got [1,2,4] and [1,1,3]"),
             std::string::npos) << r.status().to_string();
+}
+
+TEST(MiscOps, CenterCropPadAndMaxUnpoolRefuseBadArguments) {
+  Env env;
+  auto c = load(env, R"(<ir_version: 8, opset_import: ["" : 18]>
+g (float[4,4] x, int64[2] s) => (float[A,B] y) { y = CenterCropPad <axes = [0, -2]> (x, s) })");
+  ASSERT_TRUE(c.is_ok()) << c.status().to_string();
+  auto r = c->run({{"x", Tensor::host(DataType::kFloat32, {4, 4})}, {"s", Tensor::from_vector<int64_t>(DataType::kInt64, {2}, {2, 2})}});
+  ASSERT_FALSE(r.is_ok());
+  EXPECT_NE(r.status().message().find("axis -2 is listed twice"), std::string::npos) << r.status().to_string();
+  expect_refused(R"(<ir_version: 8, opset_import: ["" : 11]>
+g (float[1,1,2,2] x, int64[1,1,2,2] i) => (float[1,1,4,4] y) { y = MaxUnpool <kernel_shape = [2, 2], pads = [0, 0]> (x, i) })",
+                 "node 'MaxUnpool_0' (MaxUnpool): pads must have 4 values");
+  auto u = load(env, R"(<ir_version: 8, opset_import: ["" : 11]>
+g (float[1,1,2,2] x, int64[1,1,2,2] i) => (float[1,1,4,4] y) { y = MaxUnpool <kernel_shape = [2, 2], strides = [2, 2]> (x, i) })");
+  ASSERT_TRUE(u.is_ok()) << u.status().to_string();
+  auto bad = u->run({{"x", Tensor::host(DataType::kFloat32, {1, 1, 2, 2})},
+                     {"i", Tensor::from_vector<int64_t>(DataType::kInt64, {1, 1, 2, 2}, {0, 3, 8, 99})}});
+  ASSERT_FALSE(bad.is_ok());
+  EXPECT_NE(bad.status().message().find("index 99 is outside the output of 16 elements"), std::string::npos) << bad.status().to_string();
 }
 
 TEST(MiscOps, DetOfASingularMatrixIsZeroAndPivotsFlipTheSign) {

@@ -286,6 +286,107 @@ Status nms_compute(KernelContext& ctx, bool center) {
 }
 
 // =====================================================================================
+// CenterCropPad (opset 18): each listed axis cropped or zero-padded to its target size,
+// centred (the extra element, if any, at the end).
+// =====================================================================================
+
+Status center_crop_pad_compute(KernelContext& ctx, const std::vector<int64_t>& axes_attr) {
+  BH_ASSIGN_OR_RETURN(const Tensor* xp, required_input(ctx, 0, "input_data"));
+  BH_ASSIGN_OR_RETURN(const Tensor* sp, required_input(ctx, 1, "shape"));
+  const Tensor& x = *xp;
+  if (x.dtype() == DataType::kString) return unsupported(ctx.where() + "string tensors are not supported");
+  std::vector<int64_t> target = read_int_tensor(*sp);
+  const int r = x.rank();
+  std::vector<int64_t> axes = axes_attr;
+  if (axes.empty())
+    for (int i = 0; i < r; ++i) axes.push_back(i);
+  if (axes.size() != target.size())
+    return invalid_argument(ctx.where() + "shape has " + std::to_string(target.size()) + " values for " +
+                            std::to_string(axes.size()) + " axes");
+  Shape out = x.shape();
+  std::vector<int64_t> shift(r, 0);  // source index = output index + shift
+  std::vector<bool> seen(r, false);
+  for (size_t k = 0; k < axes.size(); ++k) {
+    BH_ASSIGN_OR_RETURN(int a, normalize_axis(axes[k], r, ctx.where()));
+    if (seen[a]) return invalid_argument(ctx.where() + "axis " + std::to_string(axes[k]) + " is listed twice");
+    seen[a] = true;
+    if (target[k] < 0) return invalid_argument(ctx.where() + "shape values must be >= 0, got " + std::to_string(target[k]));
+    const int64_t in = x.shape()[a];
+    shift[a] = in >= target[k] ? (in - target[k]) / 2 : -((target[k] - in) / 2);
+    out[a] = target[k];
+  }
+  BH_ASSIGN_OR_RETURN(Tensor y, ctx.allocate_output(0, x.dtype(), out));
+  const int64_t n = y.numel();
+  if (!n) return Status::ok();
+  const size_t es = dtype_size(x.dtype());
+  const auto in_strides = strides_of(x.shape());
+  std::vector<int64_t> idx(r, 0);
+  const auto* src = static_cast<const unsigned char*>(x.raw());
+  auto* dst = static_cast<unsigned char*>(y.raw());
+  for (int64_t o = 0; o < n; ++o) {
+    int64_t off = 0;
+    bool inside = true;
+    for (int d = 0; d < r && inside; ++d) {
+      const int64_t s = idx[d] + shift[d];
+      inside = s >= 0 && s < x.shape()[d];
+      off += s * in_strides[d];
+    }
+    if (inside) std::memcpy(dst + o * es, src + off * es, es);
+    else std::memset(dst + o * es, 0, es);
+    for (int d = r - 1; d >= 0 && ++idx[d] == out[d]; --d) idx[d] = 0;
+  }
+  return Status::ok();
+}
+
+// =====================================================================================
+// MaxUnpool (opset 9/11): zeros, with each X value written where its index (into the
+// whole flattened output, as MaxPool's Indices) points.
+// =====================================================================================
+
+struct UnpoolAttrs {
+  std::vector<int64_t> kernel, pads, strides;
+};
+
+Status max_unpool_compute(KernelContext& ctx, const UnpoolAttrs& a) {
+  BH_ASSIGN_OR_RETURN(const Tensor* xp, required_input(ctx, 0, "X"));
+  BH_ASSIGN_OR_RETURN(const Tensor* ip, required_input(ctx, 1, "I"));
+  const Tensor &x = *xp, &ind = *ip;
+  const int nsp = static_cast<int>(a.kernel.size());
+  if (x.rank() != nsp + 2) return invalid_argument(ctx.where() + "X must have rank " + std::to_string(nsp + 2) + " for kernel_shape of " + std::to_string(nsp) + " values, got " + shape_to_string(x.shape()));
+  if (ind.dtype() != DataType::kInt64 || ind.shape() != x.shape())
+    return invalid_argument(ctx.where() + "I must be int64 of X's shape " + shape_to_string(x.shape()) + ", got " + ind.describe());
+  if (x.dtype() != DataType::kFloat32 && x.dtype() != DataType::kFloat64 && x.dtype() != DataType::kFloat16)
+    BH_UNSUPPORTED_DTYPE(ctx.where(), x.dtype());
+  Shape out = x.shape();
+  for (int d = 0; d < nsp; ++d) {
+    const int64_t stride = d < static_cast<int>(a.strides.size()) ? a.strides[d] : 1;
+    const int64_t pb = d < static_cast<int>(a.pads.size()) ? a.pads[d] : 0;
+    const int64_t pe = d + nsp < static_cast<int>(a.pads.size()) ? a.pads[d + nsp] : 0;
+    out[d + 2] = (x.dim(d + 2) - 1) * stride + a.kernel[d] - pb - pe;
+  }
+  if (const Tensor* os = ctx.input(2); os && os->numel()) {
+    std::vector<int64_t> want = read_int_tensor(*os);
+    if (static_cast<int>(want.size()) != x.rank())
+      return invalid_argument(ctx.where() + "output_shape must have " + std::to_string(x.rank()) + " values");
+    out = Shape(want.begin(), want.end());
+  }
+  int64_t total = 0;
+  if (!checked_numel(out, &total) || (total <= 0 && x.numel() > 0))
+    return invalid_argument(ctx.where() + "the output shape " + shape_to_string(out) + " is invalid");
+  BH_ASSIGN_OR_RETURN(Tensor y, ctx.allocate_output(0, x.dtype(), out));
+  const size_t es = dtype_size(x.dtype());
+  std::memset(y.raw(), 0, y.nbytes());
+  const int64_t* I = ind.data<int64_t>();
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    if (I[i] < 0 || I[i] >= total)
+      return invalid_argument(ctx.where() + "index " + std::to_string(I[i]) + " is outside the output of " +
+                              std::to_string(total) + " elements");
+    std::memcpy(static_cast<unsigned char*>(y.raw()) + I[i] * es, static_cast<const unsigned char*>(x.raw()) + i * es, es);
+  }
+  return Status::ok();
+}
+
+// =====================================================================================
 // TopK
 // =====================================================================================
 
@@ -1050,6 +1151,20 @@ void register_misc_kernels(KernelTable& t) {
       return make_kernel([kind, periodic, out](KernelContext& ctx) { return window_compute(ctx, kind, periodic, out); });
     });
   }
+  t.add("MaxUnpool", 9, [](const KernelInfo& info) -> Result<std::unique_ptr<Kernel>> {
+    UnpoolAttrs a{info.node.attr_ints("kernel_shape"), info.node.attr_ints("pads"), info.node.attr_ints("strides")};
+    if (a.kernel.empty()) return invalid_model(info.where() + "missing required attribute kernel_shape");
+    for (auto* v : {&a.kernel, &a.pads, &a.strides})
+      for (int64_t e : *v)
+        if (e < 0 || e > (int64_t{1} << 31)) return invalid_argument(info.where() + "kernel_shape, pads and strides must be in [0, 2^31]");
+    if (a.pads.size() != 0 && a.pads.size() != 2 * a.kernel.size())
+      return invalid_argument(info.where() + "pads must have " + std::to_string(2 * a.kernel.size()) + " values");
+    return make_kernel([a](KernelContext& ctx) { return max_unpool_compute(ctx, a); });
+  });
+  t.add("CenterCropPad", 18, [](const KernelInfo& info) -> Result<std::unique_ptr<Kernel>> {
+    std::vector<int64_t> axes = info.node.attr_ints("axes");
+    return make_kernel([axes](KernelContext& ctx) { return center_crop_pad_compute(ctx, axes); });
+  });
   t.add("NonMaxSuppression", 10, [](const KernelInfo& info) -> Result<std::unique_ptr<Kernel>> {
     int64_t center = info.node.attr_int("center_point_box", 0);
     if (center != 0 && center != 1)
