@@ -1,8 +1,10 @@
 // CumProd, Det, the window functions, BitCast, NonMaxSuppression, CenterCropPad and
-// MaxUnpool on the CPU: what the conformance cases do
+// MaxUnpool, NegativeLogLikelihoodLoss and SoftmaxCrossEntropyLoss on the CPU: what the conformance cases do
 // not cover — the refusals at session creation, each naming node, operator and the
 // unsupported thing, and edge cases (a singular matrix, an empty window).
 #include <gtest/gtest.h>
+
+#include <cmath>
 
 #include "bulkhead/bulkhead.hpp"
 #include "support/test_util.h"
@@ -61,6 +63,23 @@ g (float[1,1,2,2] x, int64[1,1,2,2] i) => (float[1,1,4,4] y) { y = MaxUnpool <ke
                      {"i", Tensor::from_vector<int64_t>(DataType::kInt64, {1, 1, 2, 2}, {0, 3, 8, 99})}});
   ASSERT_FALSE(bad.is_ok());
   EXPECT_NE(bad.status().message().find("index 99 is outside the output of 16 elements"), std::string::npos) << bad.status().to_string();
+}
+
+TEST(MiscOps, LossesRefuseABadReductionAndTargetsOutOfRange) {
+  expect_refused(R"(<ir_version: 8, opset_import: ["" : 13]>
+g (float[2,3] x, int64[2] t) => (float y) { y = NegativeLogLikelihoodLoss <reduction = "max"> (x, t) })",
+                 "node 'NegativeLogLikelihoodLoss_0' (NegativeLogLikelihoodLoss): reduction must be none, sum or mean, got 'max'");
+  Env env;
+  auto s = load(env, R"(<ir_version: 8, opset_import: ["" : 13]>
+g (float[2,3] x, int64[2] t) => (float y) { y = SoftmaxCrossEntropyLoss <ignore_index = -1> (x, t) })");
+  ASSERT_TRUE(s.is_ok()) << s.status().to_string();
+  Tensor x = Tensor::from_vector<float>(DataType::kFloat32, {2, 3}, {0, 0, 0, 1, 2, 3});
+  auto ok = s->run({{"x", x}, {"t", Tensor::from_vector<int64_t>(DataType::kInt64, {2}, {1, -1})}});
+  ASSERT_TRUE(ok.is_ok()) << ok.status().to_string();
+  EXPECT_NEAR((*ok)[0].second.data<float>()[0], std::log(3.0), 1e-6);  // the ignored row counts for nothing
+  auto bad = s->run({{"x", x}, {"t", Tensor::from_vector<int64_t>(DataType::kInt64, {2}, {1, 3})}});
+  ASSERT_FALSE(bad.is_ok());
+  EXPECT_NE(bad.status().message().find("target 3 is outside [0, 3)"), std::string::npos) << bad.status().to_string();
 }
 
 TEST(MiscOps, DetOfASingularMatrixIsZeroAndPivotsFlipTheSign) {

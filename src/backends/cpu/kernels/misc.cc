@@ -387,6 +387,104 @@ Status max_unpool_compute(KernelContext& ctx, const UnpoolAttrs& a) {
 }
 
 // =====================================================================================
+// NegativeLogLikelihoodLoss and SoftmaxCrossEntropyLoss (opset 12/13): input [N, C,
+// d...], target [N, d...]; loss = -input[n, t, d] * weight[t] (0 where t is
+// ignore_index), then none / sum / mean (the sum over the weights of the targets).
+// SoftmaxCrossEntropyLoss takes the log-softmax over C first (its optional 2nd output).
+// =====================================================================================
+
+struct LossAttrs {
+  enum class Reduction { kNone, kSum, kMean } reduction = Reduction::kMean;
+  bool has_ignore = false;
+  int64_t ignore_index = 0;
+};
+
+Result<LossAttrs> loss_attrs(const KernelInfo& info) {
+  LossAttrs a;
+  std::string r = info.node.attr_string("reduction", "mean");
+  if (r == "none") a.reduction = LossAttrs::Reduction::kNone;
+  else if (r == "sum") a.reduction = LossAttrs::Reduction::kSum;
+  else if (r != "mean") return invalid_argument(info.where() + "reduction must be none, sum or mean, got '" + r + "'");
+  a.has_ignore = info.node.has_attr("ignore_index");
+  a.ignore_index = info.node.attr_int("ignore_index", 0);
+  return a;
+}
+
+// `logp` holds log-probabilities [N, C, D] (D the product of the trailing dims) as double.
+Status nll(KernelContext& ctx, const LossAttrs& a, const std::vector<double>& logp, const Tensor& target,
+           const Tensor* weight, int64_t N, int64_t C, int64_t D, const Shape& target_shape, DataType dt) {
+  if (target.dtype() != DataType::kInt32 && target.dtype() != DataType::kInt64)
+    return invalid_argument(ctx.where() + "target must be int32 or int64, got " + dtype_name(target.dtype()));
+  if (target.shape() != target_shape)
+    return invalid_argument(ctx.where() + "target must have shape " + shape_to_string(target_shape) + ", got " +
+                            shape_to_string(target.shape()));
+  std::vector<double> w;
+  if (weight) {
+    if (weight->rank() != 1 || weight->dim(0) != C || weight->dtype() != dt)
+      return invalid_argument(ctx.where() + "weight must be " + dtype_name(dt) + "[" + std::to_string(C) + "], got " + weight->describe());
+    Tensor wf = weight->dtype() == DataType::kFloat64 ? *weight : to_float32(*weight);
+    for (int64_t c = 0; c < C; ++c)
+      w.push_back(wf.dtype() == DataType::kFloat64 ? wf.data<double>()[c] : wf.data<float>()[c]);
+  }
+  std::vector<int64_t> t = read_int_tensor(target);
+  std::vector<double> loss(static_cast<size_t>(N * D));
+  double total = 0, weights = 0;
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t d = 0; d < D; ++d) {
+      const int64_t k = t[n * D + d];
+      if (a.has_ignore && k == a.ignore_index) continue;
+      if (k < 0 || k >= C)
+        return invalid_argument(ctx.where() + "target " + std::to_string(k) + " is outside [0, " + std::to_string(C) + ")");
+      const double wk = weight ? w[k] : 1.0;
+      loss[n * D + d] = -logp[(n * C + k) * D + d] * wk;
+      total += loss[n * D + d];
+      weights += wk;
+    }
+  Shape out = a.reduction == LossAttrs::Reduction::kNone ? target_shape : Shape{};
+  BH_ASSIGN_OR_RETURN(Tensor y, ctx.allocate_output(0, dt, out));
+  std::vector<double> v = a.reduction == LossAttrs::Reduction::kNone ? loss
+                          : std::vector<double>{a.reduction == LossAttrs::Reduction::kSum ? total : total / weights};
+  Tensor src = Tensor::host(DataType::kFloat64, Shape{static_cast<int64_t>(v.size())});
+  std::copy(v.begin(), v.end(), src.data<double>());
+  return ew::convert_into(src, y, 1, ctx.where());
+}
+
+Result<std::vector<double>> as_doubles(KernelContext& ctx, const Tensor& x) {
+  if (!dtype_is_float(x.dtype())) return unsupported(ctx.where() + "takes floating-point scores, not " + dtype_name(x.dtype()));
+  Tensor d = Tensor::host(DataType::kFloat64, x.shape());
+  BH_RETURN_IF_ERROR(ew::convert_into(x, d, 1, ctx.where()));
+  return std::vector<double>(d.data<double>(), d.data<double>() + d.numel());
+}
+
+Status loss_compute(KernelContext& ctx, const LossAttrs& a, bool softmax) {
+  BH_ASSIGN_OR_RETURN(const Tensor* xp, required_input(ctx, 0, softmax ? "scores" : "input"));
+  BH_ASSIGN_OR_RETURN(const Tensor* tp, required_input(ctx, 1, softmax ? "labels" : "target"));
+  const Tensor& x = *xp;
+  if (x.rank() < 2) return invalid_argument(ctx.where() + "input must be [N, C, ...], got " + shape_to_string(x.shape()));
+  const int64_t N = x.dim(0), C = x.dim(1), D = prod_range(x.shape(), 2, x.rank());
+  Shape target_shape = {N};
+  for (int i = 2; i < x.rank(); ++i) target_shape.push_back(x.dim(i));
+  BH_ASSIGN_OR_RETURN(std::vector<double> v, as_doubles(ctx, x));
+  if (softmax) {
+    for (int64_t n = 0; n < N; ++n)
+      for (int64_t d = 0; d < D; ++d) {
+        double m = -std::numeric_limits<double>::infinity(), sum = 0;
+        for (int64_t c = 0; c < C; ++c) m = std::max(m, v[(n * C + c) * D + d]);
+        for (int64_t c = 0; c < C; ++c) sum += std::exp(v[(n * C + c) * D + d] - m);
+        const double lse = m + std::log(sum);
+        for (int64_t c = 0; c < C; ++c) v[(n * C + c) * D + d] -= lse;
+      }
+    if (ctx.output_wanted(1)) {
+      BH_ASSIGN_OR_RETURN(Tensor lp, ctx.allocate_output(1, x.dtype(), x.shape()));
+      Tensor src = Tensor::host(DataType::kFloat64, x.shape());
+      std::copy(v.begin(), v.end(), src.data<double>());
+      BH_RETURN_IF_ERROR(ew::convert_into(src, lp, 1, ctx.where()));
+    }
+  }
+  return nll(ctx, a, v, *tp, ctx.input(2), N, C, D, target_shape, x.dtype());
+}
+
+// =====================================================================================
 // TopK
 // =====================================================================================
 
@@ -1151,6 +1249,12 @@ void register_misc_kernels(KernelTable& t) {
       return make_kernel([kind, periodic, out](KernelContext& ctx) { return window_compute(ctx, kind, periodic, out); });
     });
   }
+  for (bool softmax : {false, true})
+    t.add(softmax ? "SoftmaxCrossEntropyLoss" : "NegativeLogLikelihoodLoss", 12,
+          [softmax](const KernelInfo& info) -> Result<std::unique_ptr<Kernel>> {
+            BH_ASSIGN_OR_RETURN(LossAttrs a, loss_attrs(info));
+            return make_kernel([a, softmax](KernelContext& ctx) { return loss_compute(ctx, a, softmax); });
+          });
   t.add("MaxUnpool", 9, [](const KernelInfo& info) -> Result<std::unique_ptr<Kernel>> {
     UnpoolAttrs a{info.node.attr_ints("kernel_shape"), info.node.attr_ints("pads"), info.node.attr_ints("strides")};
     if (a.kernel.empty()) return invalid_model(info.where() + "missing required attribute kernel_shape");
