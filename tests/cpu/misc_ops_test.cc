@@ -1,5 +1,5 @@
 // CumProd, Det, the window functions, BitCast, NonMaxSuppression, CenterCropPad and
-// MaxUnpool, NegativeLogLikelihoodLoss and SoftmaxCrossEntropyLoss on the CPU: what the conformance cases do
+// MaxUnpool, NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss and Unique on the CPU: what the conformance cases do
 // not cover — the refusals at session creation, each naming node, operator and the
 // unsupported thing, and edge cases (a singular matrix, an empty window).
 #include <gtest/gtest.h>
@@ -80,6 +80,25 @@ g (float[2,3] x, int64[2] t) => (float y) { y = SoftmaxCrossEntropyLoss <ignore_
   auto bad = s->run({{"x", x}, {"t", Tensor::from_vector<int64_t>(DataType::kInt64, {2}, {1, 3})}});
   ASSERT_FALSE(bad.is_ok());
   EXPECT_NE(bad.status().message().find("target 3 is outside [0, 3)"), std::string::npos) << bad.status().to_string();
+}
+
+TEST(MiscOps, UniqueGroupsNaNsAndKeepsFirstAppearanceOrderWhenUnsorted) {
+  Env env;
+  auto s = load(env, R"(<ir_version: 8, opset_import: ["" : 11]>
+g (float[6] x) => (float[U] y, int64[U] i, int64[6] inv, int64[U] c) { y, i, inv, c = Unique <sorted = 0> (x) })");
+  ASSERT_TRUE(s.is_ok()) << s.status().to_string();
+  const float nan = std::nanf("");
+  auto r = s->run({{"x", Tensor::from_vector<float>(DataType::kFloat32, {6}, {3, nan, 1, 3, nan, 1})}});
+  ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+  const Tensor& y = (*r)[0].second;
+  ASSERT_EQ(y.numel(), 3);
+  EXPECT_EQ(y.data<float>()[0], 3.0f);
+  EXPECT_TRUE(std::isnan(y.data<float>()[1]));
+  EXPECT_EQ(y.data<float>()[2], 1.0f);
+  const int64_t* inv = (*r)[2].second.data<int64_t>();
+  EXPECT_EQ(std::vector<int64_t>(inv, inv + 6), (std::vector<int64_t>{0, 1, 2, 0, 1, 2}));
+  const int64_t* c = (*r)[3].second.data<int64_t>();
+  EXPECT_EQ(std::vector<int64_t>(c, c + 3), (std::vector<int64_t>{2, 2, 2}));
 }
 
 TEST(MiscOps, DetOfASingularMatrixIsZeroAndPivotsFlipTheSign) {

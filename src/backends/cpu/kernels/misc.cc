@@ -362,7 +362,10 @@ Status max_unpool_compute(KernelContext& ctx, const UnpoolAttrs& a) {
     const int64_t stride = d < static_cast<int>(a.strides.size()) ? a.strides[d] : 1;
     const int64_t pb = d < static_cast<int>(a.pads.size()) ? a.pads[d] : 0;
     const int64_t pe = d + nsp < static_cast<int>(a.pads.size()) ? a.pads[d + nsp] : 0;
-    out[d + 2] = (x.dim(d + 2) - 1) * stride + a.kernel[d] - pb - pe;
+    int64_t span = 0;
+    if (__builtin_mul_overflow(x.dim(d + 2) - 1, stride, &span) || span > (int64_t{1} << 50))
+      return invalid_argument(ctx.where() + "the output of MaxUnpool would be too large");
+    out[d + 2] = span + a.kernel[d] - pb - pe;
   }
   if (const Tensor* os = ctx.input(2); os && os->numel()) {
     std::vector<int64_t> want = read_int_tensor(*os);
@@ -482,6 +485,94 @@ Status loss_compute(KernelContext& ctx, const LossAttrs& a, bool softmax) {
     }
   }
   return nll(ctx, a, v, *tp, ctx.input(2), N, C, D, target_shape, x.dtype());
+}
+
+// =====================================================================================
+// Unique (opset 11): the distinct elements (or slices along `axis`), sorted or in order
+// of first appearance, with the first index of each, the inverse map and the counts.
+// =====================================================================================
+
+template <typename T>
+Status unique_typed(KernelContext& ctx, const Tensor& x, bool has_axis, int axis, bool sorted) {
+  const int r = x.rank();
+  const int64_t outer = has_axis ? prod_range(x.shape(), 0, axis) : 1;
+  const int64_t K = has_axis ? x.shape()[axis] : x.numel();
+  const int64_t inner = has_axis ? prod_range(x.shape(), axis + 1, r) : 1;
+  const T* p = x.data<T>();
+  // Slice k: elements (o, k, i) for every o, i.
+  auto at = [&](int64_t k, int64_t j) { return p[((j / inner) * K + k) * inner + j % inner]; };
+  const int64_t width = outer * inner;
+  // A strict weak order for the sort: NaN after every number, and equal to NaN.
+  auto lt = [](T u, T v) {
+    if constexpr (std::is_floating_point_v<T>) {
+      if (std::isnan(u)) return false;
+      if (std::isnan(v)) return true;
+    }
+    return u < v;
+  };
+  auto less = [&](int64_t a, int64_t b) {
+    for (int64_t j = 0; j < width; ++j) {
+      T u = at(a, j), v = at(b, j);
+      if (lt(u, v)) return true;
+      if (lt(v, u)) return false;
+    }
+    return false;
+  };
+  auto equal = [&](int64_t a, int64_t b) { return !less(a, b) && !less(b, a); };
+  std::vector<int64_t> order(static_cast<size_t>(K));
+  std::iota(order.begin(), order.end(), int64_t{0});
+  std::stable_sort(order.begin(), order.end(), less);
+  // Groups of equal slices; each group's first index (the smallest, as the sort is stable).
+  std::vector<int64_t> group_of(static_cast<size_t>(K)), first, count;
+  for (size_t i = 0; i < order.size(); ++i) {
+    if (i == 0 || !equal(order[i - 1], order[i])) {
+      first.push_back(order[i]);
+      count.push_back(0);
+    }
+    group_of[order[i]] = static_cast<int64_t>(first.size()) - 1;
+    count.back()++;
+  }
+  const int64_t U = static_cast<int64_t>(first.size());
+  std::vector<int64_t> rank(static_cast<size_t>(U));  // output position of each group
+  std::iota(rank.begin(), rank.end(), int64_t{0});
+  if (!sorted) {
+    std::vector<int64_t> by_first(rank);
+    std::sort(by_first.begin(), by_first.end(), [&](int64_t a, int64_t b) { return first[a] < first[b]; });
+    for (int64_t i = 0; i < U; ++i) rank[by_first[i]] = i;
+  }
+  Shape ys = has_axis ? x.shape() : Shape{U};
+  if (has_axis) ys[axis] = U;
+  BH_ASSIGN_OR_RETURN(Tensor y, ctx.allocate_output(0, x.dtype(), ys));
+  T* yp = y.data<T>();
+  for (int64_t g = 0; g < U; ++g)
+    for (int64_t j = 0; j < width; ++j) yp[((j / inner) * U + rank[g]) * inner + j % inner] = at(first[g], j);
+  auto emit = [&](int o, int64_t n, auto&& value) -> Status {
+    if (!ctx.output_wanted(o)) return Status::ok();
+    BH_ASSIGN_OR_RETURN(Tensor t, ctx.allocate_output(o, DataType::kInt64, Shape{n}));
+    for (int64_t i = 0; i < n; ++i) t.data<int64_t>()[i] = value(i);
+    return Status::ok();
+  };
+  std::vector<int64_t> at_rank(static_cast<size_t>(U));
+  for (int64_t g = 0; g < U; ++g) at_rank[rank[g]] = g;
+  BH_RETURN_IF_ERROR(emit(1, U, [&](int64_t i) { return first[at_rank[i]]; }));
+  BH_RETURN_IF_ERROR(emit(2, K, [&](int64_t k) { return rank[group_of[k]]; }));
+  return emit(3, U, [&](int64_t i) { return count[at_rank[i]]; });
+}
+
+Status unique_compute(KernelContext& ctx, bool has_axis, int64_t axis_attr, bool sorted) {
+  BH_ASSIGN_OR_RETURN(const Tensor* xp, required_input(ctx, 0, "X"));
+  const Tensor& x = *xp;
+  int axis = 0;
+  if (has_axis) { BH_ASSIGN_OR_RETURN(axis, normalize_axis(axis_attr, x.rank(), ctx.where())); }
+  switch (x.dtype()) {
+    case DataType::kFloat32: return unique_typed<float>(ctx, x, has_axis, axis, sorted);
+    case DataType::kFloat64: return unique_typed<double>(ctx, x, has_axis, axis, sorted);
+    case DataType::kInt8: return unique_typed<int8_t>(ctx, x, has_axis, axis, sorted);
+    case DataType::kUInt8: return unique_typed<uint8_t>(ctx, x, has_axis, axis, sorted);
+    case DataType::kInt32: return unique_typed<int32_t>(ctx, x, has_axis, axis, sorted);
+    case DataType::kInt64: return unique_typed<int64_t>(ctx, x, has_axis, axis, sorted);
+    default: BH_UNSUPPORTED_DTYPE(ctx.where(), x.dtype());
+  }
 }
 
 // =====================================================================================
@@ -1255,6 +1346,11 @@ void register_misc_kernels(KernelTable& t) {
             BH_ASSIGN_OR_RETURN(LossAttrs a, loss_attrs(info));
             return make_kernel([a, softmax](KernelContext& ctx) { return loss_compute(ctx, a, softmax); });
           });
+  t.add("Unique", 11, [](const KernelInfo& info) -> Result<std::unique_ptr<Kernel>> {
+    bool has_axis = info.node.has_attr("axis"), sorted = info.node.attr_int("sorted", 1) != 0;
+    int64_t axis = info.node.attr_int("axis", 0);
+    return make_kernel([=](KernelContext& ctx) { return unique_compute(ctx, has_axis, axis, sorted); });
+  });
   t.add("MaxUnpool", 9, [](const KernelInfo& info) -> Result<std::unique_ptr<Kernel>> {
     UnpoolAttrs a{info.node.attr_ints("kernel_shape"), info.node.attr_ints("pads"), info.node.attr_ints("strides")};
     if (a.kernel.empty()) return invalid_model(info.where() + "missing required attribute kernel_shape");
