@@ -1,5 +1,5 @@
 // CumProd, Det, the window functions, BitCast, NonMaxSuppression, CenterCropPad and
-// MaxUnpool, NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss and Unique on the CPU: what the conformance cases do
+// MaxUnpool, NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss, Unique, Col2Im and AffineGrid on the CPU: what the conformance cases do
 // not cover — the refusals at session creation, each naming node, operator and the
 // unsupported thing, and edge cases (a singular matrix, an empty window).
 #include <gtest/gtest.h>
@@ -99,6 +99,26 @@ g (float[6] x) => (float[U] y, int64[U] i, int64[6] inv, int64[U] c) { y, i, inv
   EXPECT_EQ(std::vector<int64_t>(inv, inv + 6), (std::vector<int64_t>{0, 1, 2, 0, 1, 2}));
   const int64_t* c = (*r)[3].second.data<int64_t>();
   EXPECT_EQ(std::vector<int64_t>(c, c + 3), (std::vector<int64_t>{2, 2, 2}));
+}
+
+TEST(MiscOps, Col2ImAndAffineGridNameWhatIsWrong) {
+  Env env;
+  auto c = load(env, R"(<ir_version: 8, opset_import: ["" : 18]>
+g (float[1,4,5] x, int64[2] im, int64[2] bl) => (float[1,1,A,B] y) { y = Col2Im(x, im, bl) })");
+  ASSERT_TRUE(c.is_ok()) << c.status().to_string();
+  auto r = c->run({{"x", Tensor::host(DataType::kFloat32, {1, 4, 5})},
+                   {"im", Tensor::from_vector<int64_t>(DataType::kInt64, {2}, {3, 3})},
+                   {"bl", Tensor::from_vector<int64_t>(DataType::kInt64, {2}, {2, 2})}});
+  ASSERT_FALSE(r.is_ok());
+  EXPECT_NE(r.status().message().find("input [1,4,5] does not hold 4 blocks of 4 values per channel"), std::string::npos)
+      << r.status().to_string();
+  auto a = load(env, R"(<ir_version: 8, opset_import: ["" : 20]>
+g (float[1,3,3] t, int64[4] sz) => (float[1,H,W,2] y) { y = AffineGrid(t, sz) })");
+  ASSERT_TRUE(a.is_ok()) << a.status().to_string();
+  auto bad = a->run({{"t", Tensor::host(DataType::kFloat32, {1, 3, 3})},
+                     {"sz", Tensor::from_vector<int64_t>(DataType::kInt64, {4}, {1, 1, 2, 2})}});
+  ASSERT_FALSE(bad.is_ok());
+  EXPECT_NE(bad.status().message().find("theta must be [1,2,3], got [1,3,3]"), std::string::npos) << bad.status().to_string();
 }
 
 TEST(MiscOps, DetOfASingularMatrixIsZeroAndPivotsFlipTheSign) {

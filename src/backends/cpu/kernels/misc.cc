@@ -576,6 +576,126 @@ Status unique_compute(KernelContext& ctx, bool has_axis, int64_t axis_attr, bool
 }
 
 // =====================================================================================
+// Col2Im (opset 18): sums the columns of sliding blocks [N, C * prod(block), L] back into
+// images [N, C, *image_shape].
+// =====================================================================================
+
+struct Col2ImAttrs {
+  std::vector<int64_t> dilations, pads, strides;
+};
+
+Status col2im_compute(KernelContext& ctx, const Col2ImAttrs& a) {
+  BH_ASSIGN_OR_RETURN(const Tensor* xp, required_input(ctx, 0, "input"));
+  BH_ASSIGN_OR_RETURN(const Tensor* ip, required_input(ctx, 1, "image_shape"));
+  BH_ASSIGN_OR_RETURN(const Tensor* bp, required_input(ctx, 2, "block_shape"));
+  const Tensor& x = *xp;
+  std::vector<int64_t> image = read_int_tensor(*ip), block = read_int_tensor(*bp);
+  const size_t nd = image.size();
+  if (x.dtype() != DataType::kFloat32 && x.dtype() != DataType::kFloat64) BH_UNSUPPORTED_DTYPE(ctx.where(), x.dtype());
+  if (x.rank() != 3 || block.size() != nd || nd == 0)
+    return invalid_argument(ctx.where() + "expected input [N, C*prod(block), L] and image_shape and block_shape of one size");
+  auto attr = [&](const std::vector<int64_t>& v, size_t i, int64_t def) { return i < v.size() ? v[i] : def; };
+  int64_t block_size = 1, blocks = 1;
+  std::vector<int64_t> per_dim(nd);
+  for (size_t d = 0; d < nd; ++d) {
+    const int64_t dil = attr(a.dilations, d, 1), st = attr(a.strides, d, 1);
+    const int64_t span = image[d] + attr(a.pads, d, 0) + attr(a.pads, d + nd, 0) - dil * (block[d] - 1) - 1;
+    if (image[d] <= 0 || block[d] <= 0 || dil <= 0 || st <= 0 || span < 0 || image[d] > (int64_t{1} << 31) ||
+        block[d] > (int64_t{1} << 31))
+      return invalid_argument(ctx.where() + "image_shape, block_shape, dilations and strides do not make any block");
+    per_dim[d] = span / st + 1;
+    block_size *= block[d];
+    blocks *= per_dim[d];
+  }
+  if (x.dim(1) % block_size != 0 || x.dim(2) != blocks)
+    return invalid_argument(ctx.where() + "input " + shape_to_string(x.shape()) + " does not hold " +
+                            std::to_string(blocks) + " blocks of " + std::to_string(block_size) + " values per channel");
+  const int64_t N = x.dim(0), C = x.dim(1) / block_size;
+  Shape out = {N, C};
+  out.insert(out.end(), image.begin(), image.end());
+  BH_ASSIGN_OR_RETURN(Tensor y, ctx.allocate_output(0, x.dtype(), out));
+  const int64_t plane = shape_numel(Shape(image.begin(), image.end()));
+  Tensor xd = Tensor::host(DataType::kFloat64, x.shape());
+  BH_RETURN_IF_ERROR(ew::convert_into(x, xd, 1, ctx.where()));
+  std::vector<double> acc(static_cast<size_t>(N * C * plane), 0.0);
+  std::vector<int64_t> k(nd), b(nd);
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t c = 0; c < C; ++c)
+      for (int64_t ki = 0; ki < block_size; ++ki) {
+        for (int64_t r = ki, d = static_cast<int64_t>(nd) - 1; d >= 0; --d) k[d] = r % block[d], r /= block[d];
+        for (int64_t bi = 0; bi < blocks; ++bi) {
+          for (int64_t r = bi, d = static_cast<int64_t>(nd) - 1; d >= 0; --d) b[d] = r % per_dim[d], r /= per_dim[d];
+          int64_t off = 0;
+          bool inside = true;
+          for (size_t d = 0; d < nd && inside; ++d) {
+            const int64_t pos = b[d] * attr(a.strides, d, 1) - attr(a.pads, d, 0) + k[d] * attr(a.dilations, d, 1);
+            inside = pos >= 0 && pos < image[d];
+            off = off * image[d] + pos;
+          }
+          if (inside)
+            acc[(n * C + c) * plane + off] += xd.data<double>()[((n * C + c) * block_size + ki) * blocks + bi];
+        }
+      }
+  Tensor src = Tensor::host(DataType::kFloat64, out);
+  std::copy(acc.begin(), acc.end(), src.data<double>());
+  return ew::convert_into(src, y, 1, ctx.where());
+}
+
+// =====================================================================================
+// AffineGrid (opset 20): the sampling grid [N, (D,) H, W, 2|3] of affine matrices theta
+// [N, 2, 3] | [N, 3, 4] over normalised coordinates in [-1, 1].
+// =====================================================================================
+
+Status affine_grid_compute(KernelContext& ctx, bool align_corners) {
+  BH_ASSIGN_OR_RETURN(const Tensor* tp, required_input(ctx, 0, "theta"));
+  BH_ASSIGN_OR_RETURN(const Tensor* sp, required_input(ctx, 1, "size"));
+  const Tensor& theta = *tp;
+  std::vector<int64_t> size = read_int_tensor(*sp);
+  if (size.size() != 4 && size.size() != 5)
+    return invalid_argument(ctx.where() + "size must be [N, C, H, W] or [N, C, D, H, W]");
+  const int nd = static_cast<int>(size.size()) - 2;
+  if (theta.dtype() != DataType::kFloat32 && theta.dtype() != DataType::kFloat64) BH_UNSUPPORTED_DTYPE(ctx.where(), theta.dtype());
+  if (theta.shape() != Shape{size[0], nd, nd + 1})
+    return invalid_argument(ctx.where() + "theta must be [" + std::to_string(size[0]) + "," + std::to_string(nd) + "," +
+                            std::to_string(nd + 1) + "], got " + shape_to_string(theta.shape()));
+  Shape out = {size[0]};
+  for (int d = 0; d < nd; ++d) out.push_back(size[2 + d]);
+  out.push_back(nd);
+  int64_t total = 0;
+  if (!checked_numel(out, &total)) return invalid_argument(ctx.where() + "size " + shape_to_string(size) + " is invalid");
+  BH_ASSIGN_OR_RETURN(Tensor y, ctx.allocate_output(0, theta.dtype(), out));
+  Tensor td = Tensor::host(DataType::kFloat64, theta.shape());
+  BH_RETURN_IF_ERROR(ew::convert_into(theta, td, 1, ctx.where()));
+  auto coord = [&](int64_t i, int64_t n) {
+    if (n <= 1) return 0.0;
+    return align_corners ? -1.0 + 2.0 * i / (n - 1) : (2.0 * i + 1) / n - 1;
+  };
+  std::vector<double> g(static_cast<size_t>(total));
+  const int64_t points = total / (size[0] * nd);
+  for (int64_t n = 0; n < size[0]; ++n) {
+    const double* T = td.data<double>() + n * nd * (nd + 1);
+    for (int64_t p = 0; p < points; ++p) {
+      // Spatial dims in output order (D,) H, W; the base point is (x, y(, z)): x along W.
+      double base[4] = {0, 0, 0, 1};
+      for (int64_t r = p, d = nd - 1; d >= 0; --d) {
+        const int64_t len = size[2 + d];
+        base[nd - 1 - d] = coord(r % len, len);
+        r /= len;
+      }
+      base[nd] = 1;
+      for (int i = 0; i < nd; ++i) {
+        double v = 0;
+        for (int j = 0; j <= nd; ++j) v += T[i * (nd + 1) + j] * base[j];
+        g[(n * points + p) * nd + i] = v;
+      }
+    }
+  }
+  Tensor src = Tensor::host(DataType::kFloat64, out);
+  std::copy(g.begin(), g.end(), src.data<double>());
+  return ew::convert_into(src, y, 1, ctx.where());
+}
+
+// =====================================================================================
 // TopK
 // =====================================================================================
 
@@ -1346,6 +1466,17 @@ void register_misc_kernels(KernelTable& t) {
             BH_ASSIGN_OR_RETURN(LossAttrs a, loss_attrs(info));
             return make_kernel([a, softmax](KernelContext& ctx) { return loss_compute(ctx, a, softmax); });
           });
+  t.add("Col2Im", 18, [](const KernelInfo& info) -> Result<std::unique_ptr<Kernel>> {
+    Col2ImAttrs a{info.node.attr_ints("dilations"), info.node.attr_ints("pads"), info.node.attr_ints("strides")};
+    for (auto* v : {&a.dilations, &a.pads, &a.strides})
+      for (int64_t e : *v)
+        if (e < 0 || e > (int64_t{1} << 31)) return invalid_argument(info.where() + "dilations, pads and strides must be in [0, 2^31]");
+    return make_kernel([a](KernelContext& ctx) { return col2im_compute(ctx, a); });
+  });
+  t.add("AffineGrid", 20, [](const KernelInfo& info) -> Result<std::unique_ptr<Kernel>> {
+    bool align = info.node.attr_int("align_corners", 0) != 0;
+    return make_kernel([align](KernelContext& ctx) { return affine_grid_compute(ctx, align); });
+  });
   t.add("Unique", 11, [](const KernelInfo& info) -> Result<std::unique_ptr<Kernel>> {
     bool has_axis = info.node.has_attr("axis"), sorted = info.node.attr_int("sorted", 1) != 0;
     int64_t axis = info.node.attr_int("axis", 0);
