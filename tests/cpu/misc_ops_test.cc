@@ -1,5 +1,5 @@
 // CumProd, Det, the window functions, BitCast, NonMaxSuppression, CenterCropPad and
-// MaxUnpool, NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss, Unique, Col2Im and AffineGrid on the CPU: what the conformance cases do
+// MaxUnpool, NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss, Unique, Col2Im, AffineGrid and GridSample on the CPU: what the conformance cases do
 // not cover — the refusals at session creation, each naming node, operator and the
 // unsupported thing, and edge cases (a singular matrix, an empty window).
 #include <gtest/gtest.h>
@@ -119,6 +119,20 @@ g (float[1,3,3] t, int64[4] sz) => (float[1,H,W,2] y) { y = AffineGrid(t, sz) })
                      {"sz", Tensor::from_vector<int64_t>(DataType::kInt64, {4}, {1, 1, 2, 2})}});
   ASSERT_FALSE(bad.is_ok());
   EXPECT_NE(bad.status().message().find("theta must be [1,2,3], got [1,3,3]"), std::string::npos) << bad.status().to_string();
+}
+
+TEST(MiscOps, GridSampleRefusesUnknownModesAndCubicIn3d) {
+  expect_refused(R"(<ir_version: 8, opset_import: ["" : 20]>
+g (float[1,1,2,2] x, float[1,2,2,2] gr) => (float[1,1,2,2] y) { y = GridSample <mode = "bilinear"> (x, gr) })",
+                 "node 'GridSample_0' (GridSample): unknown mode 'bilinear'");
+  Env env;
+  auto s = load(env, R"(<ir_version: 8, opset_import: ["" : 20]>
+g (float[1,1,2,2,2] x, float[1,2,2,2,3] gr) => (float[1,1,2,2,2] y) { y = GridSample <mode = "cubic"> (x, gr) })");
+  ASSERT_TRUE(s.is_ok()) << s.status().to_string();
+  auto r = s->run({{"x", Tensor::host(DataType::kFloat32, {1, 1, 2, 2, 2})}, {"gr", Tensor::host(DataType::kFloat32, {1, 2, 2, 2, 3})}});
+  ASSERT_FALSE(r.is_ok());
+  EXPECT_NE(r.status().message().find("cubic GridSample is implemented for 2 spatial dims, not 3"), std::string::npos)
+      << r.status().to_string();
 }
 
 TEST(MiscOps, DetOfASingularMatrixIsZeroAndPivotsFlipTheSign) {

@@ -696,6 +696,130 @@ Status affine_grid_compute(KernelContext& ctx, bool align_corners) {
 }
 
 // =====================================================================================
+// GridSample (opset 16/20): X [N, C, *in] sampled at grid [N, *out, nd] (x first), by
+// nearest, (multi)linear or (2-D) cubic interpolation, with zeros, border or reflection
+// padding, in double.
+// =====================================================================================
+
+struct GridSampleAttrs {
+  enum class Mode { kNearest, kLinear, kCubic } mode = Mode::kLinear;
+  enum class Pad { kZeros, kBorder, kReflection } pad = Pad::kZeros;
+  bool align_corners = false;
+};
+
+double reflect(double x, double lo, double hi) {
+  const double range = hi - lo;
+  if (range <= 0) return lo;
+  if (x < lo) {
+    const double dx = lo - x;
+    const int64_t n = static_cast<int64_t>(dx / range);
+    const double r = dx - static_cast<double>(n) * range;
+    return n % 2 == 0 ? lo + r : hi - r;
+  }
+  if (x > hi) {
+    const double dx = x - hi;
+    const int64_t n = static_cast<int64_t>(dx / range);
+    const double r = dx - static_cast<double>(n) * range;
+    return n % 2 == 0 ? hi - r : lo + r;
+  }
+  return x;
+}
+
+Status grid_sample_compute(KernelContext& ctx, const GridSampleAttrs& a) {
+  BH_ASSIGN_OR_RETURN(const Tensor* xp, required_input(ctx, 0, "X"));
+  BH_ASSIGN_OR_RETURN(const Tensor* gp, required_input(ctx, 1, "grid"));
+  const Tensor &x = *xp, &grid = *gp;
+  const int nd = x.rank() - 2;
+  if (nd < 1 || nd > 3 || grid.rank() != x.rank() || grid.dim(0) != x.dim(0) || grid.dim(-1) != nd)
+    return invalid_argument(ctx.where() + "expected X [N, C, ...] of 1 to 3 spatial dims and grid [N, ..., " +
+                            std::to_string(std::max(nd, 1)) + "], got " + shape_to_string(x.shape()) + " and " +
+                            shape_to_string(grid.shape()));
+  if (a.mode == GridSampleAttrs::Mode::kCubic && nd != 2)
+    return unsupported(ctx.where() + "cubic GridSample is implemented for 2 spatial dims, not " + std::to_string(nd));
+  if (!dtype_is_float(x.dtype()) || !dtype_is_float(grid.dtype()))
+    return unsupported(ctx.where() + "X and grid must be floating point, got " + dtype_name(x.dtype()) + " and " + dtype_name(grid.dtype()));
+  const int64_t N = x.dim(0), C = x.dim(1);
+  Shape out = {N, C};
+  for (int d = 0; d < nd; ++d) out.push_back(grid.dim(1 + d));
+  BH_ASSIGN_OR_RETURN(Tensor y, ctx.allocate_output(0, x.dtype(), out));
+  Tensor xd = Tensor::host(DataType::kFloat64, x.shape()), gd = Tensor::host(DataType::kFloat64, grid.shape());
+  BH_RETURN_IF_ERROR(ew::convert_into(x, xd, 1, ctx.where()));
+  BH_RETURN_IF_ERROR(ew::convert_into(grid, gd, 1, ctx.where()));
+  // in[d]: size of spatial dim d in X's order (D, H, W); the grid's component 0 is W.
+  std::vector<int64_t> in(nd);
+  for (int d = 0; d < nd; ++d) in[d] = x.dim(2 + d);
+  int64_t in_plane = 1, out_plane = 1;
+  for (int d = 0; d < nd; ++d) in_plane *= in[d], out_plane *= out[2 + d];
+  auto lo = [&](int d) { return a.align_corners ? 0.0 : -0.5; };
+  auto hi = [&](int d) { return a.align_corners ? double(in[d] - 1) : in[d] - 0.5; };
+  // The value at integer position p (spatial, X order) of plane `src`, after padding.
+  auto pixel = [&](const double* src, std::vector<int64_t> p) -> double {
+    for (int d = 0; d < nd; ++d) {
+      if (p[d] >= 0 && p[d] < in[d]) continue;
+      if (a.pad == GridSampleAttrs::Pad::kZeros) return 0.0;
+      if (a.pad == GridSampleAttrs::Pad::kReflection) p[d] = static_cast<int64_t>(reflect(double(p[d]), lo(d), hi(d)));
+      p[d] = std::clamp<int64_t>(p[d], 0, in[d] - 1);
+    }
+    int64_t off = 0;
+    for (int d = 0; d < nd; ++d) off = off * in[d] + p[d];
+    return src[off];
+  };
+  auto cubic = [](double t, double w[4]) {
+    const double A = -0.75;
+    auto near = [&](double v) { return ((A + 2) * v - (A + 3)) * v * v + 1; };
+    auto far = [&](double v) { return ((A * v - 5 * A) * v + 8 * A) * v - 4 * A; };
+    w[0] = far(t + 1), w[1] = near(t), w[2] = near(1 - t), w[3] = far(2 - t);
+  };
+  std::vector<double> acc(static_cast<size_t>(N * C * out_plane));
+  std::vector<double> pos(nd);
+  std::vector<int64_t> base(nd), p(nd);
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t o = 0; o < out_plane; ++o) {
+      const double* g = gd.data<double>() + (n * out_plane + o) * nd;
+      for (int d = 0; d < nd; ++d) {
+        const double c = g[nd - 1 - d];  // component 0 is the last spatial dim
+        double v = a.align_corners ? (c + 1) / 2 * double(in[d] - 1) : ((c + 1) * double(in[d]) - 1) / 2;
+        if (a.pad == GridSampleAttrs::Pad::kBorder) v = std::clamp(v, 0.0, double(in[d] - 1));
+        else if (a.pad == GridSampleAttrs::Pad::kReflection) v = std::clamp(reflect(v, lo(d), hi(d)), 0.0, double(in[d] - 1));
+        pos[d] = v;
+      }
+      for (int64_t c = 0; c < C; ++c) {
+        const double* src = xd.data<double>() + (n * C + c) * in_plane;
+        double v = 0;
+        if (!std::all_of(pos.begin(), pos.end(), [](double q) { return std::isfinite(q); })) {
+          v = a.pad == GridSampleAttrs::Pad::kZeros ? 0.0 : std::numeric_limits<double>::quiet_NaN();
+        } else if (a.mode == GridSampleAttrs::Mode::kNearest) {
+          for (int d = 0; d < nd; ++d) p[d] = static_cast<int64_t>(std::nearbyint(pos[d]));
+          v = pixel(src, p);
+        } else if (a.mode == GridSampleAttrs::Mode::kLinear) {
+          for (int d = 0; d < nd; ++d) base[d] = static_cast<int64_t>(std::floor(pos[d]));
+          for (int corner = 0; corner < (1 << nd); ++corner) {
+            double w = 1;
+            for (int d = 0; d < nd; ++d) {
+              const bool up = (corner >> d) & 1;
+              p[d] = base[d] + up;
+              const double f = pos[d] - double(base[d]);
+              w *= up ? f : 1 - f;
+            }
+            if (w != 0) v += w * pixel(src, p);
+          }
+        } else {
+          double wy[4], wx[4];
+          const int64_t y0 = static_cast<int64_t>(std::floor(pos[0])) - 1, x0 = static_cast<int64_t>(std::floor(pos[1])) - 1;
+          cubic(pos[0] - std::floor(pos[0]), wy);
+          cubic(pos[1] - std::floor(pos[1]), wx);
+          for (int i = 0; i < 4; ++i)
+            for (int j = 0; j < 4; ++j) v += wy[i] * wx[j] * pixel(src, {y0 + i, x0 + j});
+        }
+        acc[(n * C + c) * out_plane + o] = v;
+      }
+    }
+  Tensor src = Tensor::host(DataType::kFloat64, out);
+  std::copy(acc.begin(), acc.end(), src.data<double>());
+  return ew::convert_into(src, y, 1, ctx.where());
+}
+
+// =====================================================================================
 // TopK
 // =====================================================================================
 
@@ -1466,6 +1590,21 @@ void register_misc_kernels(KernelTable& t) {
             BH_ASSIGN_OR_RETURN(LossAttrs a, loss_attrs(info));
             return make_kernel([a, softmax](KernelContext& ctx) { return loss_compute(ctx, a, softmax); });
           });
+  t.add("GridSample", 16, [](const KernelInfo& info) -> Result<std::unique_ptr<Kernel>> {
+    GridSampleAttrs a;
+    const bool v20 = info.node.opset >= 20;
+    std::string mode = info.node.attr_string("mode", v20 ? "linear" : "bilinear");
+    if (mode == "nearest") a.mode = GridSampleAttrs::Mode::kNearest;
+    else if (mode == (v20 ? "linear" : "bilinear")) a.mode = GridSampleAttrs::Mode::kLinear;
+    else if (mode == (v20 ? "cubic" : "bicubic")) a.mode = GridSampleAttrs::Mode::kCubic;
+    else return invalid_argument(info.where() + "unknown mode '" + mode + "'");
+    std::string pad = info.node.attr_string("padding_mode", "zeros");
+    if (pad == "border") a.pad = GridSampleAttrs::Pad::kBorder;
+    else if (pad == "reflection") a.pad = GridSampleAttrs::Pad::kReflection;
+    else if (pad != "zeros") return invalid_argument(info.where() + "unknown padding_mode '" + pad + "'");
+    a.align_corners = info.node.attr_int("align_corners", 0) != 0;
+    return make_kernel([a](KernelContext& ctx) { return grid_sample_compute(ctx, a); });
+  });
   t.add("Col2Im", 18, [](const KernelInfo& info) -> Result<std::unique_ptr<Kernel>> {
     Col2ImAttrs a{info.node.attr_ints("dilations"), info.node.attr_ints("pads"), info.node.attr_ints("strides")};
     for (auto* v : {&a.dilations, &a.pads, &a.strides})
