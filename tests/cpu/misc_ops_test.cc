@@ -1,5 +1,5 @@
 // CumProd, Det, the window functions, BitCast, NonMaxSuppression, CenterCropPad and
-// MaxUnpool, NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss, Unique, Col2Im, AffineGrid and GridSample on the CPU: what the conformance cases do
+// MaxUnpool, NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss, Unique, Col2Im, AffineGrid, GridSample and TensorScatter on the CPU: what the conformance cases do
 // not cover — the refusals at session creation, each naming node, operator and the
 // unsupported thing, and edge cases (a singular matrix, an empty window).
 #include <gtest/gtest.h>
@@ -133,6 +133,30 @@ g (float[1,1,2,2,2] x, float[1,2,2,2,3] gr) => (float[1,1,2,2,2] y) { y = GridSa
   ASSERT_FALSE(r.is_ok());
   EXPECT_NE(r.status().message().find("cubic GridSample is implemented for 2 spatial dims, not 3"), std::string::npos)
       << r.status().to_string();
+}
+
+TEST(MiscOps, TensorScatterRefusesWritesPastTheCacheUnlessCircular) {
+  expect_refused(R"(<ir_version: 10, opset_import: ["" : 24]>
+g (float[1,4,2] c, float[1,2,2] u) => (float[1,4,2] y) { y = TensorScatter <mode = "ring"> (c, u) })",
+                 "node 'TensorScatter_0' (TensorScatter): mode must be linear or circular, got 'ring'");
+  Env env;
+  for (std::string mode : {"linear", "circular"}) {
+    auto s = load(env, R"(<ir_version: 10, opset_import: ["" : 24]>
+g (float[1,4,2] c, float[1,2,2] u, int64[1] w) => (float[1,4,2] y) { y = TensorScatter <mode = ")" + mode + R"("> (c, u, w) })");
+    ASSERT_TRUE(s.is_ok()) << s.status().to_string();
+    Tensor c = Tensor::from_vector<float>(DataType::kFloat32, {1, 4, 2}, {0, 0, 1, 1, 2, 2, 3, 3});
+    Tensor u = Tensor::from_vector<float>(DataType::kFloat32, {1, 2, 2}, {8, 8, 9, 9});
+    auto r = s->run({{"c", c}, {"u", u}, {"w", Tensor::from_vector<int64_t>(DataType::kInt64, {1}, {3})}});
+    if (mode == "linear") {
+      ASSERT_FALSE(r.is_ok());
+      EXPECT_NE(r.status().message().find("write index 3 of batch 0 does not fit 2 positions in 4"), std::string::npos)
+          << r.status().to_string();
+    } else {
+      ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+      const float* y = (*r)[0].second.data<float>();
+      EXPECT_EQ(std::vector<float>(y, y + 8), (std::vector<float>{9, 9, 1, 1, 2, 2, 8, 8}));
+    }
+  }
 }
 
 TEST(MiscOps, DetOfASingularMatrixIsZeroAndPivotsFlipTheSign) {

@@ -820,6 +820,48 @@ Status grid_sample_compute(KernelContext& ctx, const GridSampleAttrs& a) {
 }
 
 // =====================================================================================
+// TensorScatter (opset 24): a KV cache [B, ..., max_seq, ...] with each batch's update
+// [B, ..., seq, ...] written along `axis` from write_indices[b] (0 when absent), wrapping
+// around in `circular` mode.
+// =====================================================================================
+
+Status tensor_scatter_compute(KernelContext& ctx, int64_t axis_attr, bool circular) {
+  BH_ASSIGN_OR_RETURN(const Tensor* cp, required_input(ctx, 0, "past_cache"));
+  BH_ASSIGN_OR_RETURN(const Tensor* up, required_input(ctx, 1, "update"));
+  const Tensor &cache = *cp, &update = *up;
+  const int r = cache.rank();
+  BH_ASSIGN_OR_RETURN(int axis, normalize_axis(axis_attr, r, ctx.where()));
+  if (axis == 0) return invalid_argument(ctx.where() + "axis may not be the batch axis 0");
+  bool same = update.rank() == r && update.dtype() == cache.dtype() && cache.dtype() != DataType::kString;
+  for (int d = 0; same && d < r; ++d) same = d == axis ? update.dim(d) <= cache.dim(d) : update.dim(d) == cache.dim(d);
+  if (!same)
+    return invalid_argument(ctx.where() + "update " + update.describe() + " does not fit past_cache " + cache.describe() +
+                            " along axis " + std::to_string(axis));
+  const int64_t B = cache.dim(0), max_seq = cache.dim(axis), seq = update.dim(axis);
+  std::vector<int64_t> start(static_cast<size_t>(B), 0);
+  if (const Tensor* w = ctx.input(2); w && w->numel()) {
+    if (w->numel() != B) return invalid_argument(ctx.where() + "write_indices must have one value per batch (" + std::to_string(B) + ")");
+    start = read_int_tensor(*w);
+  }
+  BH_ASSIGN_OR_RETURN(Tensor y, ctx.allocate_output(0, cache.dtype(), cache.shape()));
+  if (cache.nbytes()) std::memcpy(y.raw(), cache.raw(), cache.nbytes());
+  const size_t es = dtype_size(cache.dtype());
+  const int64_t mid = prod_range(cache.shape(), 1, axis), inner = prod_range(cache.shape(), axis + 1, r);
+  for (int64_t b = 0; b < B; ++b) {
+    if (start[b] < 0 || (!circular && start[b] + seq > max_seq) || (circular && start[b] >= max_seq && max_seq > 0))
+      return invalid_argument(ctx.where() + "write index " + std::to_string(start[b]) + " of batch " + std::to_string(b) +
+                              " does not fit " + std::to_string(seq) + " positions in " + std::to_string(max_seq));
+    for (int64_t m = 0; m < mid; ++m)
+      for (int64_t i = 0; i < seq; ++i) {
+        const int64_t at = circular ? (start[b] + i) % max_seq : start[b] + i;
+        std::memcpy(static_cast<unsigned char*>(y.raw()) + (((b * mid + m) * max_seq + at) * inner) * es,
+                    static_cast<const unsigned char*>(update.raw()) + (((b * mid + m) * seq + i) * inner) * es, inner * es);
+      }
+  }
+  return Status::ok();
+}
+
+// =====================================================================================
 // TopK
 // =====================================================================================
 
@@ -1590,6 +1632,13 @@ void register_misc_kernels(KernelTable& t) {
             BH_ASSIGN_OR_RETURN(LossAttrs a, loss_attrs(info));
             return make_kernel([a, softmax](KernelContext& ctx) { return loss_compute(ctx, a, softmax); });
           });
+  t.add("TensorScatter", 24, [](const KernelInfo& info) -> Result<std::unique_ptr<Kernel>> {
+    std::string mode = info.node.attr_string("mode", "linear");
+    if (mode != "linear" && mode != "circular")
+      return invalid_argument(info.where() + "mode must be linear or circular, got '" + mode + "'");
+    int64_t axis = info.node.attr_int("axis", -2);
+    return make_kernel([axis, mode](KernelContext& ctx) { return tensor_scatter_compute(ctx, axis, mode == "circular"); });
+  });
   t.add("GridSample", 16, [](const KernelInfo& info) -> Result<std::unique_ptr<Kernel>> {
     GridSampleAttrs a;
     const bool v20 = info.node.opset >= 20;
