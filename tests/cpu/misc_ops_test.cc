@@ -1,5 +1,5 @@
 // CumProd, Det, the window functions, BitCast, NonMaxSuppression, CenterCropPad and
-// MaxUnpool, NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss, Unique, Col2Im, AffineGrid, GridSample and TensorScatter on the CPU: what the conformance cases do
+// MaxUnpool, NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss, Unique, Col2Im, AffineGrid, GridSample, TensorScatter and StringConcat on the CPU: what the conformance cases do
 // not cover — the refusals at session creation, each naming node, operator and the
 // unsupported thing, and edge cases (a singular matrix, an empty window).
 #include <gtest/gtest.h>
@@ -157,6 +157,25 @@ g (float[1,4,2] c, float[1,2,2] u, int64[1] w) => (float[1,4,2] y) { y = TensorS
       EXPECT_EQ(std::vector<float>(y, y + 8), (std::vector<float>{9, 9, 1, 1, 2, 2, 8, 8}));
     }
   }
+}
+
+TEST(MiscOps, StringConcatBroadcastsAndNamesShapesThatDoNot) {
+  Env env;
+  auto s = load(env, R"(<ir_version: 9, opset_import: ["" : 20]>
+g (string[A] x, string[B] z) => (string[C] y) { y = StringConcat(x, z) })");
+  ASSERT_TRUE(s.is_ok()) << s.status().to_string();
+  auto strings = [](std::vector<std::string> v) {
+    Tensor t = Tensor::host(DataType::kString, {static_cast<int64_t>(v.size())});
+    std::copy(v.begin(), v.end(), t.strings());
+    return t;
+  };
+  auto r = s->run({{"x", strings({"a", "é"})}, {"z", strings({"!"})}});
+  ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+  EXPECT_EQ((*r)[0].second.strings()[0], "a!");
+  EXPECT_EQ((*r)[0].second.strings()[1], "é!");
+  auto bad = s->run({{"x", strings({"a", "b"})}, {"z", strings({"c", "d", "e"})}});
+  ASSERT_FALSE(bad.is_ok());
+  EXPECT_NE(bad.status().message().find("shapes [2] and [3] cannot be broadcast"), std::string::npos) << bad.status().to_string();
 }
 
 TEST(MiscOps, DetOfASingularMatrixIsZeroAndPivotsFlipTheSign) {

@@ -1,9 +1,10 @@
-// String operators: StringNormalizer.
+// String operators: StringNormalizer, StringConcat.
 #include <algorithm>
 #include <cctype>
 #include <unordered_set>
 
 #include "backends/cpu/cpu_kernels.h"
+#include "backends/cpu/cpu_util.h"
 
 namespace bulkhead::cpu {
 namespace {
@@ -46,8 +47,30 @@ Result<std::unique_ptr<Kernel>> make_string_normalizer(const KernelInfo& info) {
   });
 }
 
+// StringConcat (opset 20): X + Y element-wise, with NumPy broadcasting.
+Status string_concat(KernelContext& ctx) {
+  const Tensor *a = ctx.input(0), *b = ctx.input(1);
+  if (!a || !b || a->dtype() != DataType::kString || b->dtype() != DataType::kString)
+    return invalid_argument(ctx.where() + "both inputs must be string tensors");
+  BH_ASSIGN_OR_RETURN(Shape out, broadcast_shapes(a->shape(), b->shape(), ctx.where()));
+  BH_ASSIGN_OR_RETURN(Tensor y, ctx.allocate_output(0, DataType::kString, out));
+  const auto sa = broadcast_strides(a->shape(), out), sb = broadcast_strides(b->shape(), out);
+  const int r = static_cast<int>(out.size());
+  std::vector<int64_t> idx(r, 0);
+  for (int64_t o = 0; o < y.numel(); ++o) {
+    int64_t ia = 0, ib = 0;
+    for (int d = 0; d < r; ++d) ia += idx[d] * sa[d], ib += idx[d] * sb[d];
+    y.strings()[o] = a->strings()[ia] + b->strings()[ib];
+    for (int d = r - 1; d >= 0 && ++idx[d] == out[d]; --d) idx[d] = 0;
+  }
+  return Status::ok();
+}
+
 }  // namespace
 
-void register_string_kernels(KernelTable& t) { t.add("StringNormalizer", 10, make_string_normalizer); }
+void register_string_kernels(KernelTable& t) {
+  t.add("StringNormalizer", 10, make_string_normalizer);
+  t.add("StringConcat", 20, [](const KernelInfo&) -> Result<std::unique_ptr<Kernel>> { return make_kernel(string_concat); });
+}
 
 }  // namespace bulkhead::cpu
