@@ -221,8 +221,14 @@ TEST(Stress, WorkerKilledAtRandomMomentsNeverGivesAWrongAnswer) {
   stop = true;
   killer.join();
   killed = victims.load();
-  // Afterwards the session serves as before.
+  // Afterwards the session serves as before. The kill that ended the loop may have
+  // landed after its last run: the next run is then that kill's one clear error, and the
+  // run after it is served by a fresh worker.
   auto last = s->run(in[1]);
+  if (!last.is_ok() && last.status().code() == StatusCode::kUnavailable) {
+    ++failed;
+    last = s->run(in[1]);
+  }
   ASSERT_TRUE(last.is_ok()) << last.status().to_string();
   EXPECT_TRUE(bitwise_equal((*last)[0].second, want[1][0].second));
   std::printf("%d kills: %d runs answered (%d wrong), %d failed with the worker\n", killed, ok, wrong, failed);
