@@ -1,5 +1,5 @@
 // CumProd, Det, the window functions, BitCast, NonMaxSuppression, CenterCropPad and
-// MaxUnpool, NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss, Unique, Col2Im, AffineGrid, GridSample, TensorScatter and StringConcat on the CPU: what the conformance cases do
+// MaxUnpool, NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss, Unique, Col2Im, AffineGrid, GridSample, TensorScatter, StringConcat, Binarizer and ArrayFeatureExtractor on the CPU: what the conformance cases do
 // not cover — the refusals at session creation, each naming node, operator and the
 // unsupported thing, and edge cases (a singular matrix, an empty window).
 #include <gtest/gtest.h>
@@ -176,6 +176,16 @@ g (string[A] x, string[B] z) => (string[C] y) { y = StringConcat(x, z) })");
   auto bad = s->run({{"x", strings({"a", "b"})}, {"z", strings({"c", "d", "e"})}});
   ASSERT_FALSE(bad.is_ok());
   EXPECT_NE(bad.status().message().find("shapes [2] and [3] cannot be broadcast"), std::string::npos) << bad.status().to_string();
+}
+
+TEST(MiscOps, ArrayFeatureExtractorNamesAnIndexOutsideTheLastAxis) {
+  Env env;
+  auto s = load(env, R"(<ir_version: 8, opset_import: ["" : 17, "ai.onnx.ml" : 1]>
+g (float[2,3] x, int64[1] i) => (float[2,1] y) { y = ai.onnx.ml.ArrayFeatureExtractor(x, i) })");
+  ASSERT_TRUE(s.is_ok()) << s.status().to_string();
+  auto r = s->run({{"x", Tensor::host(DataType::kFloat32, {2, 3})}, {"i", Tensor::from_vector<int64_t>(DataType::kInt64, {1}, {3})}});
+  ASSERT_FALSE(r.is_ok());
+  EXPECT_NE(r.status().message().find("index 3 is outside the last axis of 3"), std::string::npos) << r.status().to_string();
 }
 
 TEST(MiscOps, DetOfASingularMatrixIsZeroAndPivotsFlipTheSign) {

@@ -862,6 +862,56 @@ Status tensor_scatter_compute(KernelContext& ctx, int64_t axis_attr, bool circul
 }
 
 // =====================================================================================
+// ai.onnx.ml Binarizer (x > threshold → 1, else 0) and ArrayFeatureExtractor (the
+// elements at the given indices of the last axis; a 1-D input gives [1, n]).
+// =====================================================================================
+
+Status binarizer_compute(KernelContext& ctx, float threshold) {
+  BH_ASSIGN_OR_RETURN(const Tensor* xp, required_input(ctx, 0, "X"));
+  const Tensor& x = *xp;
+  BH_ASSIGN_OR_RETURN(Tensor y, ctx.allocate_output(0, x.dtype(), x.shape()));
+  auto run = [&](auto* in, auto* out) {
+    for (int64_t i = 0; i < x.numel(); ++i) out[i] = in[i] > threshold ? 1 : 0;
+  };
+  switch (x.dtype()) {
+    case DataType::kFloat32: run(x.data<float>(), y.data<float>()); break;
+    case DataType::kFloat64: run(x.data<double>(), y.data<double>()); break;
+    case DataType::kInt32: run(x.data<int32_t>(), y.data<int32_t>()); break;
+    case DataType::kInt64: run(x.data<int64_t>(), y.data<int64_t>()); break;
+    default: BH_UNSUPPORTED_DTYPE(ctx.where(), x.dtype());
+  }
+  return Status::ok();
+}
+
+Status array_feature_extractor_compute(KernelContext& ctx) {
+  BH_ASSIGN_OR_RETURN(const Tensor* xp, required_input(ctx, 0, "X"));
+  BH_ASSIGN_OR_RETURN(const Tensor* ip, required_input(ctx, 1, "Y"));
+  const Tensor& x = *xp;
+  if (x.rank() < 1) return invalid_argument(ctx.where() + "X must have rank >= 1");
+  if (ip->dtype() != DataType::kInt64) return invalid_argument(ctx.where() + "Y must be int64, got " + dtype_name(ip->dtype()));
+  const int64_t last = x.dim(-1), k = ip->numel(), rows = x.numel() / std::max<int64_t>(last, 1);
+  const int64_t* idx = ip->data<int64_t>();
+  for (int64_t j = 0; j < k; ++j)
+    if (idx[j] < 0 || idx[j] >= last)
+      return invalid_argument(ctx.where() + "index " + std::to_string(idx[j]) + " is outside the last axis of " +
+                              std::to_string(last));
+  Shape out = x.rank() == 1 ? Shape{1, k} : x.shape();
+  if (x.rank() > 1) out.back() = k;
+  BH_ASSIGN_OR_RETURN(Tensor y, ctx.allocate_output(0, x.dtype(), out));
+  if (x.dtype() == DataType::kString) {
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t j = 0; j < k; ++j) y.strings()[r * k + j] = x.strings()[r * last + idx[j]];
+    return Status::ok();
+  }
+  const size_t es = dtype_size(x.dtype());
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t j = 0; j < k; ++j)
+      std::memcpy(static_cast<unsigned char*>(y.raw()) + (r * k + j) * es,
+                  static_cast<const unsigned char*>(x.raw()) + (r * last + idx[j]) * es, es);
+  return Status::ok();
+}
+
+// =====================================================================================
 // TopK
 // =====================================================================================
 
@@ -1632,6 +1682,13 @@ void register_misc_kernels(KernelTable& t) {
             BH_ASSIGN_OR_RETURN(LossAttrs a, loss_attrs(info));
             return make_kernel([a, softmax](KernelContext& ctx) { return loss_compute(ctx, a, softmax); });
           });
+  t.add("Binarizer", 1, [](const KernelInfo& info) -> Result<std::unique_ptr<Kernel>> {
+    float threshold = info.node.attr_float("threshold", 0.0f);
+    return make_kernel([threshold](KernelContext& ctx) { return binarizer_compute(ctx, threshold); });
+  }, "ai.onnx.ml");
+  t.add("ArrayFeatureExtractor", 1, [](const KernelInfo&) -> Result<std::unique_ptr<Kernel>> {
+    return make_kernel(array_feature_extractor_compute);
+  }, "ai.onnx.ml");
   t.add("TensorScatter", 24, [](const KernelInfo& info) -> Result<std::unique_ptr<Kernel>> {
     std::string mode = info.node.attr_string("mode", "linear");
     if (mode != "linear" && mode != "circular")
