@@ -1,5 +1,5 @@
 // CumProd, Det, the window functions, BitCast, NonMaxSuppression, CenterCropPad and
-// MaxUnpool, NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss, Unique, Col2Im, AffineGrid, GridSample, TensorScatter, StringConcat, Binarizer and ArrayFeatureExtractor on the CPU: what the conformance cases do
+// MaxUnpool, NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss, Unique, Col2Im, AffineGrid, GridSample, TensorScatter, StringConcat, Binarizer, ArrayFeatureExtractor and MatMulInteger on the CPU: what the conformance cases do
 // not cover — the refusals at session creation, each naming node, operator and the
 // unsupported thing, and edge cases (a singular matrix, an empty window).
 #include <gtest/gtest.h>
@@ -186,6 +186,27 @@ g (float[2,3] x, int64[1] i) => (float[2,1] y) { y = ai.onnx.ml.ArrayFeatureExtr
   auto r = s->run({{"x", Tensor::host(DataType::kFloat32, {2, 3})}, {"i", Tensor::from_vector<int64_t>(DataType::kInt64, {1}, {3})}});
   ASSERT_FALSE(r.is_ok());
   EXPECT_NE(r.status().message().find("index 3 is outside the last axis of 3"), std::string::npos) << r.status().to_string();
+}
+
+TEST(MiscOps, MatMulIntegerWithPerRowZeroPointsAndItsRefusals) {
+  Env env;
+  auto s = load(env, R"(<ir_version: 8, opset_import: ["" : 10]>
+g (uint8[2,2] a, int8[2,1] b, uint8[2] za) => (int32[2,1] y) { y = MatMulInteger(a, b, za) })");
+  ASSERT_TRUE(s.is_ok()) << s.status().to_string();
+  auto r = s->run({{"a", Tensor::from_vector<uint8_t>(DataType::kUInt8, {2, 2}, {10, 20, 200, 255})},
+                   {"b", Tensor::from_vector<int8_t>(DataType::kInt8, {2, 1}, {-1, 2})},
+                   {"za", Tensor::from_vector<uint8_t>(DataType::kUInt8, {2}, {10, 250})}});
+  ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+  const int32_t* y = (*r)[0].second.data<int32_t>();
+  EXPECT_EQ(y[0], 0 * -1 + 10 * 2);    // (10-10, 20-10) . (-1, 2)
+  EXPECT_EQ(y[1], -50 * -1 + 5 * 2);  // (200-250, 255-250) . (-1, 2)
+  auto f = load(env, R"(<ir_version: 8, opset_import: ["" : 10]>
+g (float[2,2] a, uint8[2,1] b) => (int32[2,1] y) { y = MatMulInteger(a, b) })");
+  ASSERT_TRUE(f.is_ok()) << f.status().to_string();
+  auto bad = f->run({{"a", Tensor::host(DataType::kFloat32, {2, 2})}, {"b", Tensor::host(DataType::kUInt8, {2, 1})}});
+  ASSERT_FALSE(bad.is_ok());
+  EXPECT_NE(bad.status().message().find("MatMulInteger takes int8/uint8 A and B, got float32 and uint8"), std::string::npos)
+      << bad.status().to_string();
 }
 
 TEST(MiscOps, DetOfASingularMatrixIsZeroAndPivotsFlipTheSign) {

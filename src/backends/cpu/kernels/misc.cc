@@ -912,6 +912,54 @@ Status array_feature_extractor_compute(KernelContext& ctx) {
 }
 
 // =====================================================================================
+// MatMulInteger (opset 10): (A - a_zero_point) x (B - b_zero_point) in int32, for 8-bit
+// A and B; A [..., M, K] with B [K, N] or of the same batch; zero points scalar, or per
+// row of A ([M]) and per column of B ([N]).
+// =====================================================================================
+
+Status matmul_integer_compute(KernelContext& ctx) {
+  BH_ASSIGN_OR_RETURN(const Tensor* ap, required_input(ctx, 0, "A"));
+  BH_ASSIGN_OR_RETURN(const Tensor* bp, required_input(ctx, 1, "B"));
+  const Tensor &A = *ap, &B = *bp;
+  auto eight_bit = [](DataType t) { return t == DataType::kUInt8 || t == DataType::kInt8; };
+  if (!eight_bit(A.dtype()) || !eight_bit(B.dtype()))
+    return unsupported(ctx.where() + "MatMulInteger takes int8/uint8 A and B, got " + dtype_name(A.dtype()) + " and " + dtype_name(B.dtype()));
+  if (A.rank() < 2 || B.rank() < 2 || A.dim(-1) != B.dim(-2) ||
+      (B.rank() > 2 && Shape(B.shape().begin(), B.shape().end() - 2) != Shape(A.shape().begin(), A.shape().end() - 2)))
+    return invalid_argument(ctx.where() + "cannot multiply " + shape_to_string(A.shape()) + " by " + shape_to_string(B.shape()) +
+                            " (A [..., M, K] by B [K, N] or of A's batch)");
+  const int64_t M = A.dim(-2), K = A.dim(-1), N = B.dim(-1), batch = A.numel() / std::max<int64_t>(M * K, 1);
+  auto value = [](const Tensor& t, int64_t i) -> int32_t {
+    return t.dtype() == DataType::kUInt8 ? t.data<uint8_t>()[i] : t.data<int8_t>()[i];
+  };
+  auto zero_points = [&](int i, int64_t n, const char* what) -> Result<std::vector<int32_t>> {
+    std::vector<int32_t> z(static_cast<size_t>(n), 0);
+    const Tensor* t = ctx.input(i);
+    if (!t || !t->numel()) return z;
+    if (!eight_bit(t->dtype()) || (t->numel() != 1 && t->numel() != n))
+      return invalid_argument(ctx.where() + what + " must be one 8-bit value or " + std::to_string(n) + ", got " + t->describe());
+    for (int64_t j = 0; j < n; ++j) z[j] = value(*t, t->numel() == 1 ? 0 : j);
+    return z;
+  };
+  BH_ASSIGN_OR_RETURN(auto za, zero_points(2, M, "a_zero_point"));
+  BH_ASSIGN_OR_RETURN(auto zb, zero_points(3, N, "b_zero_point"));
+  Shape out(A.shape().begin(), A.shape().end() - 1);
+  out.push_back(N);
+  BH_ASSIGN_OR_RETURN(Tensor y, ctx.allocate_output(0, DataType::kInt32, out));
+  int32_t* yp = y.data<int32_t>();
+  for (int64_t b = 0; b < batch; ++b) {
+    const int64_t ao = b * M * K, bo = B.rank() > 2 ? b * K * N : 0;
+    for (int64_t m = 0; m < M; ++m)
+      for (int64_t n = 0; n < N; ++n) {
+        int32_t acc = 0;
+        for (int64_t k = 0; k < K; ++k) acc += (value(A, ao + m * K + k) - za[m]) * (value(B, bo + k * N + n) - zb[n]);
+        yp[(b * M + m) * N + n] = acc;
+      }
+  }
+  return Status::ok();
+}
+
+// =====================================================================================
 // TopK
 // =====================================================================================
 
@@ -1682,6 +1730,9 @@ void register_misc_kernels(KernelTable& t) {
             BH_ASSIGN_OR_RETURN(LossAttrs a, loss_attrs(info));
             return make_kernel([a, softmax](KernelContext& ctx) { return loss_compute(ctx, a, softmax); });
           });
+  t.add("MatMulInteger", 10, [](const KernelInfo&) -> Result<std::unique_ptr<Kernel>> {
+    return make_kernel(matmul_integer_compute);
+  });
   t.add("Binarizer", 1, [](const KernelInfo& info) -> Result<std::unique_ptr<Kernel>> {
     float threshold = info.node.attr_float("threshold", 0.0f);
     return make_kernel([threshold](KernelContext& ctx) { return binarizer_compute(ctx, threshold); });
