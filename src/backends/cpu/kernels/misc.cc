@@ -951,9 +951,10 @@ Status matmul_integer_compute(KernelContext& ctx) {
     const int64_t ao = b * M * K, bo = B.rank() > 2 ? b * K * N : 0;
     for (int64_t m = 0; m < M; ++m)
       for (int64_t n = 0; n < N; ++n) {
-        int32_t acc = 0;
-        for (int64_t k = 0; k < K; ++k) acc += (value(A, ao + m * K + k) - za[m]) * (value(B, bo + k * N + n) - zb[n]);
-        yp[(b * M + m) * N + n] = acc;
+        // In int64, then wrapped to int32 as an int32 accumulator would (no signed overflow).
+        int64_t acc = 0;
+        for (int64_t k = 0; k < K; ++k) acc += int64_t{value(A, ao + m * K + k) - za[m]} * (value(B, bo + k * N + n) - zb[n]);
+        yp[(b * M + m) * N + n] = static_cast<int32_t>(static_cast<uint32_t>(acc));
       }
   }
   return Status::ok();
