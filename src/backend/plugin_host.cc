@@ -91,7 +91,8 @@ class PluginBackend final : public Backend, public std::enable_shared_from_this<
 
   const BhpPluginV1& table() const { return *lib_->table; }
   BhpBackend* raw() const { return backend_; }
-  Result<DeviceInfo> describe(int ordinal) const {
+  // The device as the plugin describes it; `kind` (optional) gets its compute memory's kind.
+  Result<DeviceInfo> describe(int ordinal, MemoryKind* kind = nullptr) const {
     BhpDeviceInfo di{};
     di.struct_size = sizeof di;
     BH_RETURN_IF_ERROR(take(table().describe_device(backend_, ordinal, &di), name() + ":" + std::to_string(ordinal) + ": "));
@@ -103,10 +104,8 @@ class PluginBackend final : public Backend, public std::enable_shared_from_this<
     d.driver = str(di.driver);
     d.submit_policy = str(di.submit_policy);
     d.detail = str(di.detail);
+    if (kind) *kind = di.memory_kind == BH_MEMORY_HOST_VISIBLE ? MemoryKind::kHostVisible : MemoryKind::kDeviceLocal;
     return d;
-  }
-  MemoryKind kind_of(const BhpDeviceInfo& di) const {
-    return di.memory_kind == BH_MEMORY_HOST_VISIBLE ? MemoryKind::kHostVisible : MemoryKind::kDeviceLocal;
   }
 
  private:
@@ -436,20 +435,19 @@ Status PluginDevice::init() {
   const Domain host = Domain::host();
   registered_ = true;
   std::string owner = info_.backend + ":" + std::to_string(info_.ordinal);
-  auto bytes_of = [](const Tensor& t) { return t.nbytes(); };
-  router_->add(host, domain_, [this, bytes_of](const Tensor& src, const Tensor& dst) -> Status {
-    if (!bytes_of(src)) return Status::ok();
+  router_->add(host, domain_, [this](const Tensor& src, const Tensor& dst) -> Status {
+    if (!src.nbytes()) return Status::ok();
     return take(table().write_buffer(device_, dst.buffer()->handle(), dst.offset(), src.raw(), src.nbytes()),
                 where_ + "copy to the device: ");
   }, owner);
-  router_->add(domain_, host, [this, bytes_of](const Tensor& src, const Tensor& dst) -> Status {
-    if (!bytes_of(src)) return Status::ok();
+  router_->add(domain_, host, [this](const Tensor& src, const Tensor& dst) -> Status {
+    if (!src.nbytes()) return Status::ok();
     return take(table().read_buffer(device_, src.buffer()->handle(), src.offset(), dst.raw(), src.nbytes()),
                 where_ + "copy from the device: ");
   }, owner);
   if (table().copy_buffer)
-    router_->add(domain_, domain_, [this, bytes_of](const Tensor& src, const Tensor& dst) -> Status {
-      if (!bytes_of(src)) return Status::ok();
+    router_->add(domain_, domain_, [this](const Tensor& src, const Tensor& dst) -> Status {
+      if (!src.nbytes()) return Status::ok();
       return take(table().copy_buffer(device_, src.buffer()->handle(), src.offset(), dst.buffer()->handle(), dst.offset(),
                                       src.nbytes()),
                   where_ + "copy on the device: ");
@@ -506,15 +504,13 @@ Result<std::shared_ptr<Device>> PluginBackend::open_device(int ordinal, std::sha
   if (ordinal < 0 || ordinal >= n)
     return not_found(name() + ":" + std::to_string(ordinal) + " does not exist (" + std::to_string(n) + " " + name() +
                      " device(s) found)");
-  BhpDeviceInfo di{};
-  di.struct_size = sizeof di;
-  BH_RETURN_IF_ERROR(take(table().describe_device(backend_, ordinal, &di), name() + ":" + std::to_string(ordinal) + ": "));
-  BH_ASSIGN_OR_RETURN(DeviceInfo info, describe(ordinal));
+  MemoryKind kind = MemoryKind::kDeviceLocal;
+  BH_ASSIGN_OR_RETURN(DeviceInfo info, describe(ordinal, &kind));
   BhpDevice* d = nullptr;
   BH_RETURN_IF_ERROR(take(table().open_device(backend_, ordinal, &d), name() + ":" + std::to_string(ordinal) + ": "));
   if (!d) return internal_error(name() + ": open_device returned no device");
   // From here the device owns `d`: a failure below closes it through ~PluginDevice.
-  auto dev = std::make_shared<PluginDevice>(shared_from_this(), d, std::move(info), kind_of(di), std::move(router));
+  auto dev = std::make_shared<PluginDevice>(shared_from_this(), d, std::move(info), kind, std::move(router));
   BH_RETURN_IF_ERROR(dev->init());
   return std::shared_ptr<Device>(std::move(dev));
 }

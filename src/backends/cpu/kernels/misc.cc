@@ -47,6 +47,21 @@ Result<int64_t> read_scalar_int(KernelContext& ctx, const Tensor& t, const char*
   return read_int_tensor(t)[0];
 }
 
+// Writes `v` (row-major, y's element count) into y, converted to y's element type: the
+// last step of the kernels below that compute in double.
+Status write_doubles(const std::vector<double>& v, const Tensor& y, const std::string& where) {
+  Tensor src = Tensor::host(DataType::kFloat64, y.shape());
+  std::copy(v.begin(), v.end(), src.data<double>());
+  return ew::convert_into(src, y, 1, where);
+}
+
+Result<std::vector<double>> as_doubles(KernelContext& ctx, const Tensor& x) {
+  if (!dtype_is_float(x.dtype())) return unsupported(ctx.where() + "takes floating-point scores, not " + dtype_name(x.dtype()));
+  Tensor d = Tensor::host(DataType::kFloat64, x.shape());
+  BH_RETURN_IF_ERROR(ew::convert_into(x, d, 1, ctx.where()));
+  return std::vector<double>(d.data<double>(), d.data<double>() + d.numel());
+}
+
 // =====================================================================================
 // CumSum, CumProd
 // =====================================================================================
@@ -190,9 +205,7 @@ Status window_compute(KernelContext& ctx, Window w, bool periodic, DataType out_
     // One sample is 1, as in NumPy and SciPy (the formula would divide 0 by 0).
     v[n] = size == 1 ? 1.0 : a0 - a1 * std::cos(t) + a2 * std::cos(2 * t);
   }
-  Tensor src = Tensor::host(DataType::kFloat64, Shape{size});
-  std::copy(v.begin(), v.end(), src.data<double>());
-  return ew::convert_into(src, y, 1, ctx.where());
+  return write_doubles(v, y, ctx.where());
 }
 
 // =====================================================================================
@@ -447,17 +460,9 @@ Status nll(KernelContext& ctx, const LossAttrs& a, const std::vector<double>& lo
   BH_ASSIGN_OR_RETURN(Tensor y, ctx.allocate_output(0, dt, out));
   std::vector<double> v = a.reduction == LossAttrs::Reduction::kNone ? loss
                           : std::vector<double>{a.reduction == LossAttrs::Reduction::kSum ? total : total / weights};
-  Tensor src = Tensor::host(DataType::kFloat64, Shape{static_cast<int64_t>(v.size())});
-  std::copy(v.begin(), v.end(), src.data<double>());
-  return ew::convert_into(src, y, 1, ctx.where());
+  return write_doubles(v, y, ctx.where());
 }
 
-Result<std::vector<double>> as_doubles(KernelContext& ctx, const Tensor& x) {
-  if (!dtype_is_float(x.dtype())) return unsupported(ctx.where() + "takes floating-point scores, not " + dtype_name(x.dtype()));
-  Tensor d = Tensor::host(DataType::kFloat64, x.shape());
-  BH_RETURN_IF_ERROR(ew::convert_into(x, d, 1, ctx.where()));
-  return std::vector<double>(d.data<double>(), d.data<double>() + d.numel());
-}
 
 Status loss_compute(KernelContext& ctx, const LossAttrs& a, bool softmax) {
   BH_ASSIGN_OR_RETURN(const Tensor* xp, required_input(ctx, 0, softmax ? "scores" : "input"));
@@ -479,9 +484,7 @@ Status loss_compute(KernelContext& ctx, const LossAttrs& a, bool softmax) {
       }
     if (ctx.output_wanted(1)) {
       BH_ASSIGN_OR_RETURN(Tensor lp, ctx.allocate_output(1, x.dtype(), x.shape()));
-      Tensor src = Tensor::host(DataType::kFloat64, x.shape());
-      std::copy(v.begin(), v.end(), src.data<double>());
-      BH_RETURN_IF_ERROR(ew::convert_into(src, lp, 1, ctx.where()));
+      BH_RETURN_IF_ERROR(write_doubles(v, lp, ctx.where()));
     }
   }
   return nll(ctx, a, v, *tp, ctx.input(2), N, C, D, target_shape, x.dtype());
@@ -615,8 +618,7 @@ Status col2im_compute(KernelContext& ctx, const Col2ImAttrs& a) {
   out.insert(out.end(), image.begin(), image.end());
   BH_ASSIGN_OR_RETURN(Tensor y, ctx.allocate_output(0, x.dtype(), out));
   const int64_t plane = shape_numel(Shape(image.begin(), image.end()));
-  Tensor xd = Tensor::host(DataType::kFloat64, x.shape());
-  BH_RETURN_IF_ERROR(ew::convert_into(x, xd, 1, ctx.where()));
+  BH_ASSIGN_OR_RETURN(const std::vector<double> xd, as_doubles(ctx, x));
   std::vector<double> acc(static_cast<size_t>(N * C * plane), 0.0);
   std::vector<int64_t> k(nd), b(nd);
   for (int64_t n = 0; n < N; ++n)
@@ -633,12 +635,10 @@ Status col2im_compute(KernelContext& ctx, const Col2ImAttrs& a) {
             off = off * image[d] + pos;
           }
           if (inside)
-            acc[(n * C + c) * plane + off] += xd.data<double>()[((n * C + c) * block_size + ki) * blocks + bi];
+            acc[(n * C + c) * plane + off] += xd[((n * C + c) * block_size + ki) * blocks + bi];
         }
       }
-  Tensor src = Tensor::host(DataType::kFloat64, out);
-  std::copy(acc.begin(), acc.end(), src.data<double>());
-  return ew::convert_into(src, y, 1, ctx.where());
+  return write_doubles(acc, y, ctx.where());
 }
 
 // =====================================================================================
@@ -664,8 +664,7 @@ Status affine_grid_compute(KernelContext& ctx, bool align_corners) {
   int64_t total = 0;
   if (!checked_numel(out, &total)) return invalid_argument(ctx.where() + "size " + shape_to_string(size) + " is invalid");
   BH_ASSIGN_OR_RETURN(Tensor y, ctx.allocate_output(0, theta.dtype(), out));
-  Tensor td = Tensor::host(DataType::kFloat64, theta.shape());
-  BH_RETURN_IF_ERROR(ew::convert_into(theta, td, 1, ctx.where()));
+  BH_ASSIGN_OR_RETURN(const std::vector<double> td, as_doubles(ctx, theta));
   auto coord = [&](int64_t i, int64_t n) {
     if (n <= 1) return 0.0;
     return align_corners ? -1.0 + 2.0 * i / (n - 1) : (2.0 * i + 1) / n - 1;
@@ -673,7 +672,7 @@ Status affine_grid_compute(KernelContext& ctx, bool align_corners) {
   std::vector<double> g(static_cast<size_t>(total));
   const int64_t points = total / (size[0] * nd);
   for (int64_t n = 0; n < size[0]; ++n) {
-    const double* T = td.data<double>() + n * nd * (nd + 1);
+    const double* T = td.data() + n * nd * (nd + 1);
     for (int64_t p = 0; p < points; ++p) {
       // Spatial dims in output order (D,) H, W; the base point is (x, y(, z)): x along W.
       double base[4] = {0, 0, 0, 1};
@@ -690,9 +689,7 @@ Status affine_grid_compute(KernelContext& ctx, bool align_corners) {
       }
     }
   }
-  Tensor src = Tensor::host(DataType::kFloat64, out);
-  std::copy(g.begin(), g.end(), src.data<double>());
-  return ew::convert_into(src, y, 1, ctx.where());
+  return write_doubles(g, y, ctx.where());
 }
 
 // =====================================================================================
@@ -742,9 +739,8 @@ Status grid_sample_compute(KernelContext& ctx, const GridSampleAttrs& a) {
   Shape out = {N, C};
   for (int d = 0; d < nd; ++d) out.push_back(grid.dim(1 + d));
   BH_ASSIGN_OR_RETURN(Tensor y, ctx.allocate_output(0, x.dtype(), out));
-  Tensor xd = Tensor::host(DataType::kFloat64, x.shape()), gd = Tensor::host(DataType::kFloat64, grid.shape());
-  BH_RETURN_IF_ERROR(ew::convert_into(x, xd, 1, ctx.where()));
-  BH_RETURN_IF_ERROR(ew::convert_into(grid, gd, 1, ctx.where()));
+  BH_ASSIGN_OR_RETURN(const std::vector<double> xd, as_doubles(ctx, x));
+  BH_ASSIGN_OR_RETURN(const std::vector<double> gd, as_doubles(ctx, grid));
   // in[d]: size of spatial dim d in X's order (D, H, W); the grid's component 0 is W.
   std::vector<int64_t> in(nd);
   for (int d = 0; d < nd; ++d) in[d] = x.dim(2 + d);
@@ -775,7 +771,7 @@ Status grid_sample_compute(KernelContext& ctx, const GridSampleAttrs& a) {
   std::vector<int64_t> base(nd), p(nd);
   for (int64_t n = 0; n < N; ++n)
     for (int64_t o = 0; o < out_plane; ++o) {
-      const double* g = gd.data<double>() + (n * out_plane + o) * nd;
+      const double* g = gd.data() + (n * out_plane + o) * nd;
       for (int d = 0; d < nd; ++d) {
         const double c = g[nd - 1 - d];  // component 0 is the last spatial dim
         double v = a.align_corners ? (c + 1) / 2 * double(in[d] - 1) : ((c + 1) * double(in[d]) - 1) / 2;
@@ -784,7 +780,7 @@ Status grid_sample_compute(KernelContext& ctx, const GridSampleAttrs& a) {
         pos[d] = v;
       }
       for (int64_t c = 0; c < C; ++c) {
-        const double* src = xd.data<double>() + (n * C + c) * in_plane;
+        const double* src = xd.data() + (n * C + c) * in_plane;
         double v = 0;
         if (!std::all_of(pos.begin(), pos.end(), [](double q) { return std::isfinite(q); })) {
           v = a.pad == GridSampleAttrs::Pad::kZeros ? 0.0 : std::numeric_limits<double>::quiet_NaN();
@@ -814,9 +810,7 @@ Status grid_sample_compute(KernelContext& ctx, const GridSampleAttrs& a) {
         acc[(n * C + c) * out_plane + o] = v;
       }
     }
-  Tensor src = Tensor::host(DataType::kFloat64, out);
-  std::copy(acc.begin(), acc.end(), src.data<double>());
-  return ew::convert_into(src, y, 1, ctx.where());
+  return write_doubles(acc, y, ctx.where());
 }
 
 // =====================================================================================
