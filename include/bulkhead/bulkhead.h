@@ -96,7 +96,22 @@ typedef enum BhElementType {
   BH_TYPE_FLOAT64 = 11,
   BH_TYPE_UINT32 = 12,
   BH_TYPE_UINT64 = 13,
-  BH_TYPE_BFLOAT16 = 16
+  BH_TYPE_BFLOAT16 = 16,
+  /* The 8-bit floats, the 4-bit float and the sub-byte integers: ONE BYTE PER ELEMENT in
+   * every buffer exchanged through this API (never packed): the float8 types their
+   * encoding, UINT4/UINT2 the value, INT4/INT2 the value sign-extended to an int8,
+   * FLOAT4E2M1 its code in the low 4 bits. (Model files pack the sub-byte types; bulkhead
+   * unpacks them on loading.) Available from C API version 2. */
+  BH_TYPE_FLOAT8E4M3FN = 17,
+  BH_TYPE_FLOAT8E4M3FNUZ = 18,
+  BH_TYPE_FLOAT8E5M2 = 19,
+  BH_TYPE_FLOAT8E5M2FNUZ = 20,
+  BH_TYPE_UINT4 = 21,
+  BH_TYPE_INT4 = 22,
+  BH_TYPE_FLOAT4E2M1 = 23,
+  BH_TYPE_FLOAT8E8M0 = 24,
+  BH_TYPE_UINT2 = 25,
+  BH_TYPE_INT2 = 26
 } BhElementType;
 
 /* What a graph input or output holds. */

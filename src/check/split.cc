@@ -40,7 +40,9 @@ Status inline_external(onnx::TensorProto& t, const std::string& dir) {
   r.set_name(t.name());
   r.set_data_type(t.data_type());
   for (auto d : t.dims()) r.add_dims(d);
-  r.set_raw_data(x.raw(), x.nbytes());
+  std::string raw(dtype_packed_nbytes(x.dtype(), x.numel()), '\0');
+  dtype_pack(x.dtype(), x.raw(), x.numel(), raw.data());  // sub-byte types are packed in files
+  r.set_raw_data(std::move(raw));
   t = std::move(r);
   return Status::ok();
 }

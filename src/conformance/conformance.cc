@@ -63,7 +63,9 @@ double to_double(const Tensor& t, int64_t i) {
     case DataType::kFloat64: return t.data<double>()[i];
     case DataType::kFloat16: return half_to_float(t.data<uint16_t>()[i]);
     case DataType::kBFloat16: return bfloat16_to_float(t.data<uint16_t>()[i]);
-    default: return 0;
+    default:
+      if (dtype_is_small_float(t.dtype())) return small_float_to_float(t.dtype(), t.data<uint8_t>()[i]);
+      return 0;
   }
 }
 
@@ -77,7 +79,7 @@ std::string compare_tensor(const Tensor& a, const Tensor& e, double rtol, double
     return "";
   }
   if (n > 0 && !a.raw()) return "output is not in host memory";
-  if (dtype_is_float(e.dtype())) {
+  if (dtype_is_float(e.dtype()) || dtype_is_small_float(e.dtype())) {
     int64_t bad = 0, first = -1;
     double worst = 0;
     for (int64_t i = 0; i < n; ++i) {

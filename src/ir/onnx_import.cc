@@ -11,6 +11,7 @@
 #include <cstring>
 #include <fstream>
 #include <functional>
+#include <vector>
 #include <set>
 #include <unordered_map>
 #include <unordered_set>
@@ -145,13 +146,27 @@ Result<Tensor> convert_tensor(const onnx::TensorProto& t, const DataFolder& data
     return out;
   }
   size_t esz = dtype_size(dt);
-  size_t nbytes = static_cast<size_t>(n) * esz;
+  // Sub-byte types are packed in the file (two or four elements a byte) and one element a
+  // byte in memory: `nbytes` is what the file holds; they are read into `packed` and
+  // unpacked into the tensor.
+  const bool subbyte = dtype_bits(dt) < 8;
+  size_t nbytes = subbyte ? dtype_packed_nbytes(dt, n) : static_cast<size_t>(n) * esz;
   Tensor out;
   char* dst = nullptr;
+  std::vector<char> packed;
   // Allocates only once the file is known to hold the bytes the dimensions promise.
   auto allocate = [&] {
     out = Tensor::host(dt, shape);
-    dst = static_cast<char*>(out.raw());
+    if (subbyte) {
+      packed.resize(nbytes);
+      dst = packed.data();
+    } else {
+      dst = static_cast<char*>(out.raw());
+    }
+  };
+  auto finish = [&]() -> Result<Tensor> {
+    if (subbyte) dtype_unpack(dt, packed.data(), n, out.raw());
+    return out;
   };
 
   if (t.data_location() == onnx::TensorProto::EXTERNAL) {
@@ -182,24 +197,26 @@ Result<Tensor> convert_tensor(const onnx::TensorProto& t, const DataFolder& data
                            " bytes at offset " + std::to_string(offset) + ", expected " + std::to_string(nbytes));
     allocate();
     BH_RETURN_IF_ERROR(file->read_at(static_cast<uint64_t>(offset), dst, nbytes).with_context(what + ": "));
-    return out;
+    return finish();
   }
   if (t.has_raw_data()) {
     if (t.raw_data().size() != nbytes)
       return invalid_model(what + ": raw data has " + std::to_string(t.raw_data().size()) + " bytes, expected " + std::to_string(nbytes));
     allocate();
     if (nbytes) std::memcpy(dst, t.raw_data().data(), nbytes);
-    return out;
+    return finish();
   }
+  // int32_data holds one value an entry, or for the sub-byte types one packed byte.
+  const int64_t entries = subbyte ? static_cast<int64_t>(nbytes) : n;
   auto check = [&](int count) -> Status {
-    if (count != n)
-      return invalid_model(what + ": expected " + std::to_string(n) + " values, found " + std::to_string(count));
+    if (count != entries)
+      return invalid_model(what + ": expected " + std::to_string(entries) + " values, found " + std::to_string(count));
     return Status::ok();
   };
   const int64_t typed_values = int64_t{t.float_data_size()} + t.double_data_size() + t.int64_data_size() +
                                t.uint64_data_size() + t.int32_data_size();
-  if (n > typed_values)
-    return invalid_model(what + ": expected " + std::to_string(n) + " values, found " + std::to_string(typed_values));
+  if (entries > typed_values)
+    return invalid_model(what + ": expected " + std::to_string(entries) + " values, found " + std::to_string(typed_values));
   allocate();
   switch (dt) {
     case DataType::kFloat32:
@@ -224,8 +241,11 @@ Result<Tensor> convert_tensor(const onnx::TensorProto& t, const DataFolder& data
       break;
     case DataType::kInt32: case DataType::kInt16: case DataType::kInt8: case DataType::kUInt16:
     case DataType::kUInt8: case DataType::kBool: case DataType::kFloat16: case DataType::kBFloat16:
+    case DataType::kFloat8E4M3FN: case DataType::kFloat8E4M3FNUZ: case DataType::kFloat8E5M2:
+    case DataType::kFloat8E5M2FNUZ: case DataType::kFloat8E8M0: case DataType::kUInt4: case DataType::kInt4:
+    case DataType::kFloat4E2M1: case DataType::kUInt2: case DataType::kInt2:
       BH_RETURN_IF_ERROR(check(t.int32_data_size()));
-      for (int64_t i = 0; i < n; ++i) {
+      for (int64_t i = 0; i < entries; ++i) {
         int32_t v = t.int32_data(static_cast<int>(i));
         switch (esz) {
           case 4: reinterpret_cast<int32_t*>(dst)[i] = v; break;
@@ -237,7 +257,7 @@ Result<Tensor> convert_tensor(const onnx::TensorProto& t, const DataFolder& data
     default:
       return unsupported(what + " has element type " + dtype_name(dt) + ", which bulkhead does not support");
   }
-  return out;
+  return finish();
 }
 
 Result<std::shared_ptr<Graph>> convert_graph(const onnx::GraphProto& gp, Ctx& ctx);

@@ -14,6 +14,7 @@ void register_reduction_kernels(KernelTable& t);      // Reduce*, ArgMax/Min, So
 void register_control_flow_kernels(KernelTable& t);   // If, Loop, Scan, sequence and optional ops
 void register_recurrent_kernels(KernelTable& t);      // LSTM, GRU, RNN
 void register_misc_kernels(KernelTable& t);           // TopK, CumSum, Einsum, Attention, ...
+void register_quantize_kernels(KernelTable& t);       // QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear
 void register_string_kernels(KernelTable& t);         // StringNormalizer
 
 }  // namespace bulkhead::cpu

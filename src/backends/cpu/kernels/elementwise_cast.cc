@@ -14,11 +14,11 @@
 #include <type_traits>
 
 #include "backends/cpu/cpu_kernels.h"
+#include "backends/cpu/kernels/cast.h"
 #include "backends/cpu/cpu_util.h"
 
 namespace bulkhead::cpu::ew {
 
-Status convert_into(const Tensor& src, const Tensor& dst, int threads, const std::string& where);
 void register_cast_kernels(KernelTable& t);
 
 namespace {
@@ -253,6 +253,10 @@ DataType dtype_from_onnx_name(const std::string& s) {
       {"INT64", DataType::kInt64},   {"STRING", DataType::kString}, {"BOOL", DataType::kBool},
       {"FLOAT16", DataType::kFloat16}, {"DOUBLE", DataType::kFloat64}, {"UINT32", DataType::kUInt32},
       {"UINT64", DataType::kUInt64}, {"BFLOAT16", DataType::kBFloat16},
+      {"FLOAT8E4M3FN", DataType::kFloat8E4M3FN}, {"FLOAT8E4M3FNUZ", DataType::kFloat8E4M3FNUZ},
+      {"FLOAT8E5M2", DataType::kFloat8E5M2}, {"FLOAT8E5M2FNUZ", DataType::kFloat8E5M2FNUZ},
+      {"UINT4", DataType::kUInt4}, {"INT4", DataType::kInt4}, {"FLOAT4E2M1", DataType::kFloat4E2M1},
+      {"FLOAT8E8M0", DataType::kFloat8E8M0}, {"UINT2", DataType::kUInt2}, {"INT2", DataType::kInt2},
   };
   for (const auto& e : kNames)
     if (s == e.n) return e.t;
@@ -261,19 +265,137 @@ DataType dtype_from_onnx_name(const std::string& s) {
 
 bool castable(DataType t) { return t == DataType::kString || (dtype_is_known(static_cast<int32_t>(t)) && dtype_size(t) > 0); }
 
-Status cast_compute(KernelContext& ctx, const Tensor& x, DataType to) {
+Status cast_compute(KernelContext& ctx, const Tensor& x, DataType to, const CastOptions& options) {
   if (x.dtype() == to) return ctx.set_output(0, Value(x));
   BH_ASSIGN_OR_RETURN(Tensor out, ctx.allocate_output(0, to, x.shape()));
   if (x.numel() == 0) return Status::ok();
-  return convert_into(x, out, ctx.threads(), ctx.where());
+  return convert_into(x, out, ctx.threads(), ctx.where(), options);
+}
+
+// The same bytes seen as another one-byte type.
+Tensor view_as(const Tensor& t, DataType dt) { return Tensor(dt, t.shape(), t.buffer(), t.offset()); }
+
+// A value of a standard type as the double nearest it, except that 64-bit integers beyond
+// 2^53 are rounded to odd: the one rounding to a small float that follows then gives the
+// correctly rounded result (a plain round to nearest here could round twice).
+template <class S>
+inline double exact_double(const S& s) {
+  if constexpr (std::is_same_v<S, int64_t> || std::is_same_v<S, uint64_t>) {
+    const bool neg = std::is_signed_v<S> && s < 0;
+    uint64_t u = neg ? uint64_t{0} - static_cast<uint64_t>(s) : static_cast<uint64_t>(s);
+    const int width = 64 - __builtin_clzll(u | 1);
+    if (width > 53) {
+      const int shift = width - 53;
+      uint64_t q = u >> shift;
+      if (u & ((uint64_t{1} << shift) - 1)) q |= 1;
+      double d = std::ldexp(static_cast<double>(q), shift);
+      return neg ? -d : d;
+    }
+    return neg ? -static_cast<double>(u) : static_cast<double>(u);
+  } else {
+    return static_cast<double>(widen(s));
+  }
+}
+
+// Conversions with a small float or a sub-byte integer on either side.
+Status convert_narrow(const Tensor& src, const Tensor& dst, int threads, const std::string& where, const CastOptions& o) {
+  const DataType st = src.dtype(), dt = dst.dtype();
+  const int64_t n = src.numel();
+  auto signed_byte = [](DataType t) { return t == DataType::kInt4 || t == DataType::kInt2; };
+  // Sub-byte integers are held as whole int8/uint8 values.
+  if (dtype_is_subbyte_int(st))
+    return convert_into(view_as(src, signed_byte(st) ? DataType::kInt8 : DataType::kUInt8), dst, threads, where, o);
+  if (dtype_is_subbyte_int(dt)) {
+    Tensor bytes = view_as(dst, signed_byte(dt) ? DataType::kInt8 : DataType::kUInt8);
+    BH_RETURN_IF_ERROR(convert_into(src, bytes, threads, where, o));
+    const int bits = dtype_bits(dt);
+    uint8_t* d = dst.data<uint8_t>();
+    for (int64_t i = 0; i < n; ++i) {
+      uint8_t v = static_cast<uint8_t>(d[i] << (8 - bits));
+      d[i] = signed_byte(dt) ? static_cast<uint8_t>(static_cast<int8_t>(v) >> (8 - bits)) : static_cast<uint8_t>(v >> (8 - bits));
+    }
+    return Status::ok();
+  }
+  if (dtype_is_small_float(st)) {
+    const uint8_t* s = src.data<uint8_t>();
+    float table[256];
+    for (int c = 0; c < 256; ++c) table[c] = small_float_to_float(st, static_cast<uint8_t>(c));
+    if (dtype_is_small_float(dt)) {
+      uint8_t* d = dst.data<uint8_t>();
+      for (int64_t i = 0; i < n; ++i) d[i] = float_to_small_float(dt, table[s[i]], o.saturate, o.e8m0_round);
+      return Status::ok();
+    }
+    return dispatch_any(dt, where, [&](auto tag) -> Status {
+      using D = typename decltype(tag)::type;
+      if constexpr (std::is_same_v<D, std::string>) {
+        std::string* d = dst.strings();
+        for (int64_t i = 0; i < n; ++i) d[i] = to_str(table[s[i]]);
+      } else {
+        D* d = dst.data<D>();
+        parallel_for(threads, n, kGrain, [&](int64_t b, int64_t e) {
+          for (int64_t i = b; i < e; ++i) d[i] = cvt<D>(table[s[i]]);
+        });
+      }
+      return Status::ok();
+    });
+  }
+  // A standard type to a small float.
+  uint8_t* d = dst.data<uint8_t>();
+  return dispatch_any(st, where, [&](auto tag) -> Status {
+    using S = typename decltype(tag)::type;
+    if constexpr (std::is_same_v<S, std::string>) {
+      const std::string* s = src.strings();
+      for (int64_t i = 0; i < n; ++i) {
+        double v = 0;
+        if (!from_str<double>(s[i], v))
+          return invalid_argument(where + "cannot convert string '" + s[i] + "' to " + dtype_name(dt));
+        d[i] = float_to_small_float(dt, v, o.saturate, o.e8m0_round);
+      }
+    } else {
+      const S* s = src.data<S>();
+      parallel_for(threads, n, kGrain, [&](int64_t b, int64_t e) {
+        for (int64_t i = b; i < e; ++i) d[i] = float_to_small_float(dt, exact_double(s[i]), o.saturate, o.e8m0_round);
+      });
+    }
+    return Status::ok();
+  });
+}
+
+bool narrow(DataType t) { return dtype_is_small_float(t) || dtype_is_subbyte_int(t); }
+
+// Cast's and CastLike's `saturate` and `round_mode`.
+Result<CastOptions> cast_options(const KernelInfo& info) {
+  CastOptions o;
+  if (const ir::Attribute* a = info.node.attr("saturate")) {
+    if (a->type != ir::AttrType::kInt || (a->i != 0 && a->i != 1))
+      return invalid_model(info.where() + "attribute 'saturate' must be 0 or 1");
+    o.saturate = a->i != 0;
+  }
+  if (const ir::Attribute* a = info.node.attr("round_mode")) {
+    if (a->type != ir::AttrType::kString) return invalid_model(info.where() + "attribute 'round_mode' must be a string");
+    if (a->s == "up") o.e8m0_round = E8M0Round::kUp;
+    else if (a->s == "down") o.e8m0_round = E8M0Round::kDown;
+    else if (a->s == "nearest") o.e8m0_round = E8M0Round::kNearest;
+    else return unsupported(info.where() + "round_mode '" + a->s + "' is not supported (up, down or nearest)");
+  }
+  return o;
 }
 
 }  // namespace
 
 Status convert_into(const Tensor& src, const Tensor& dst, int threads, const std::string& where) {
+  return convert_into(src, dst, threads, where, CastOptions{});
+}
+
+Status convert_into(const Tensor& src, const Tensor& dst, int threads, const std::string& where, const CastOptions& options) {
   if (src.numel() != dst.numel())
     return internal_error(where + "conversion between tensors of different sizes " + src.describe() + " and " + dst.describe());
   if (src.numel() == 0) return Status::ok();
+  if (src.dtype() == dst.dtype() && narrow(src.dtype())) {
+    std::memcpy(dst.raw(), src.raw(), src.nbytes());
+    return Status::ok();
+  }
+  if (narrow(src.dtype()) || narrow(dst.dtype())) return convert_narrow(src, dst, threads, where, options);
   return dispatch_any(src.dtype(), where, [&](auto st) -> Status {
     using S = typename decltype(st)::type;
     return dispatch_any(dst.dtype(), where, [&](auto dt) -> Status {
@@ -294,20 +416,22 @@ void register_cast_kernels(KernelTable& t) {
       std::string what = a->type == ir::AttrType::kString ? a->s : std::to_string(a->i);
       return unsupported(info.where() + "cast to element type " + what + " is not supported");
     }
-    return make_kernel([to](KernelContext& ctx) -> Status {
+    BH_ASSIGN_OR_RETURN(CastOptions options, cast_options(info));
+    return make_kernel([to, options](KernelContext& ctx) -> Status {
       const Tensor* x = ctx.input(0);
       if (!x) return invalid_argument(ctx.where() + "missing input 0");
-      return cast_compute(ctx, *x, to);
+      return cast_compute(ctx, *x, to, options);
     });
   });
   t.add("CastLike", 15, [](const KernelInfo& info) -> Result<std::unique_ptr<Kernel>> {
-    return make_kernel([](KernelContext& ctx) -> Status {
+    BH_ASSIGN_OR_RETURN(CastOptions options, cast_options(info));
+    return make_kernel([options](KernelContext& ctx) -> Status {
       const Tensor* x = ctx.input(0);
       const Tensor* like = ctx.input(1);
       if (!x || !like) return invalid_argument(ctx.where() + "CastLike needs two tensor inputs");
       if (!castable(like->dtype()))
         return unsupported(ctx.where() + "cast to element type " + dtype_name(like->dtype()) + " is not supported");
-      return cast_compute(ctx, *x, like->dtype());
+      return cast_compute(ctx, *x, like->dtype(), options);
     });
   });
 }

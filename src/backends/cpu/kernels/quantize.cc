@@ -1,0 +1,322 @@
+// Quantisation kernels: QuantizeLinear, DequantizeLinear (per tensor, per axis and blocked;
+// 8/16-bit integers, int4/uint4, int2/uint2, the float8 types and float4e2m1) and
+// DynamicQuantizeLinear.
+//
+// Arithmetic follows the ONNX reference: QuantizeLinear computes x / scale in float32,
+// rounds half to even, adds the zero point and saturates to the target's range (small float
+// targets instead convert x / scale + zero point as Cast does, with `saturate`);
+// DequantizeLinear computes (x - zero_point) * scale in float32 and converts to the output
+// type.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "backends/cpu/cpu_kernels.h"
+#include "backends/cpu/cpu_util.h"
+#include "backends/cpu/kernels/cast.h"
+#include "bulkhead/dtype.h"
+
+namespace bulkhead::cpu {
+namespace {
+
+Result<const Tensor*> host_input(KernelContext& ctx, int i, const char* what, bool required) {
+  const Tensor* t = ctx.input(i);
+  if (!t) {
+    if (required) return invalid_argument(ctx.where() + "missing required input " + std::to_string(i) + " (" + what + ")");
+    return t;
+  }
+  if (!t->raw() && t->numel() > 0)
+    return invalid_argument(ctx.where() + "input " + std::to_string(i) + " (" + what + ") is not in host memory");
+  return t;
+}
+
+// Scales and zero points are float32, float16 or bfloat16.
+bool scale_type(DataType t) { return t == DataType::kFloat32 || t == DataType::kFloat16 || t == DataType::kBFloat16; }
+
+// The integer types a quantised tensor may have, with their ranges.
+bool quant_int_type(DataType t) {
+  switch (t) {
+    case DataType::kUInt8: case DataType::kInt8: case DataType::kUInt16: case DataType::kInt16:
+    case DataType::kUInt4: case DataType::kInt4: case DataType::kUInt2: case DataType::kInt2: return true;
+    default: return false;
+  }
+}
+
+void int_range(DataType t, int32_t* lo, int32_t* hi) {
+  switch (t) {
+    case DataType::kUInt8: *lo = 0; *hi = 255; break;
+    case DataType::kInt8: *lo = -128; *hi = 127; break;
+    case DataType::kUInt16: *lo = 0; *hi = 65535; break;
+    case DataType::kInt16: *lo = -32768; *hi = 32767; break;
+    case DataType::kUInt4: *lo = 0; *hi = 15; break;
+    case DataType::kInt4: *lo = -8; *hi = 7; break;
+    case DataType::kUInt2: *lo = 0; *hi = 3; break;
+    case DataType::kInt2: *lo = -2; *hi = 1; break;
+    default: *lo = std::numeric_limits<int32_t>::min(); *hi = std::numeric_limits<int32_t>::max(); break;
+  }
+}
+
+// Element i of a tensor of any quantised or scale type, as float (exact for every type here
+// but int32 beyond 2^24, which DequantizeLinear reads through int_at instead).
+float float_at(const Tensor& t, int64_t i) {
+  switch (t.dtype()) {
+    case DataType::kFloat32: return t.data<float>()[i];
+    case DataType::kFloat16: return half_to_float(t.data<uint16_t>()[i]);
+    case DataType::kBFloat16: return bfloat16_to_float(t.data<uint16_t>()[i]);
+    case DataType::kInt32: return static_cast<float>(t.data<int32_t>()[i]);
+    default:
+      if (dtype_is_small_float(t.dtype())) return small_float_to_float(t.dtype(), t.data<uint8_t>()[i]);
+      return 0.0f;
+  }
+}
+
+int32_t int_at(const Tensor& t, int64_t i) {
+  switch (t.dtype()) {
+    case DataType::kUInt8: case DataType::kUInt4: case DataType::kUInt2: return t.data<uint8_t>()[i];
+    case DataType::kInt8: case DataType::kInt4: case DataType::kInt2: return t.data<int8_t>()[i];
+    case DataType::kUInt16: return t.data<uint16_t>()[i];
+    case DataType::kInt16: return t.data<int16_t>()[i];
+    case DataType::kInt32: return t.data<int32_t>()[i];
+    default: return 0;
+  }
+}
+
+// How scale and zero point map onto x: one value for all, one per index along `axis`, or
+// one per block of `block` indices along `axis` (the scale then has x's rank, with
+// ceil(D / block) along the axis).
+struct Layout {
+  int64_t outer = 1, D = 1, inner = 1;  // x as [outer, D, inner] around the axis
+  enum class Kind { kTensor, kAxis, kBlocked } kind = Kind::kTensor;
+  int64_t block = 0, blocks = 1;
+
+  int64_t scale_index(int64_t i) const {
+    if (kind == Kind::kTensor) return 0;
+    const int64_t in = i % inner, d = (i / inner) % D;
+    if (kind == Kind::kAxis) return d;
+    const int64_t o = i / (inner * D);
+    return (o * blocks + d / block) * inner + in;
+  }
+};
+
+Result<Layout> quant_layout(KernelContext& ctx, const Tensor& x, const Tensor& scale, const Tensor* zp, int64_t axis_attr,
+                            int64_t block) {
+  Layout l;
+  const bool one = [](const Tensor& t) { return t.numel() == 1 && t.rank() <= 1; }(scale);
+  if (zp && zp->shape() != scale.shape() && !(block == 0 && one && zp->numel() == 1 && zp->rank() <= 1))
+    return invalid_argument(ctx.where() + "zero point " + zp->describe() + " and scale " + scale.describe() + " differ in shape");
+  const bool scalar = scale.rank() == 0 || (scale.rank() == 1 && scale.numel() == 1 && block == 0);
+  if (scalar && block == 0) return l;
+  if (x.rank() == 0) return invalid_argument(ctx.where() + "a scalar input takes a scalar scale, got " + scale.describe());
+  BH_ASSIGN_OR_RETURN(int axis, normalize_axis(axis_attr, x.rank(), ctx.where()));
+  l.D = x.dim(axis);
+  for (int i = 0; i < axis; ++i) l.outer *= x.dim(i);
+  for (int i = axis + 1; i < x.rank(); ++i) l.inner *= x.dim(i);
+  if (block == 0) {
+    if (scale.rank() != 1 || scale.dim(0) != l.D)
+      return invalid_argument(ctx.where() + "per-axis scale must be 1-D with " + std::to_string(l.D) + " values (axis " +
+                              std::to_string(axis) + " of " + x.describe() + "), got " + scale.describe());
+    l.kind = Layout::Kind::kAxis;
+    return l;
+  }
+  l.kind = Layout::Kind::kBlocked;
+  l.block = block;
+  l.blocks = (l.D + block - 1) / block;
+  Shape want = x.shape();
+  want[axis] = l.blocks;
+  if (scale.shape() != want)
+    return invalid_argument(ctx.where() + "blocked scale for " + x.describe() + " with block_size " + std::to_string(block) +
+                            " along axis " + std::to_string(axis) + " must have shape " + shape_to_string(want) + ", got " +
+                            scale.describe());
+  return l;
+}
+
+// Attributes shared by QuantizeLinear and DequantizeLinear.
+struct QuantAttrs {
+  int64_t axis = 1;
+  int64_t block = 0;
+  DataType output_dtype = DataType::kUndefined;
+  bool saturate = true;
+  DataType precision = DataType::kUndefined;
+};
+
+Result<QuantAttrs> quant_attrs(const KernelInfo& info) {
+  QuantAttrs a;
+  a.axis = info.node.attr_int("axis", 1);
+  a.block = info.node.attr_int("block_size", 0);
+  if (a.block < 0) return invalid_model(info.where() + "block_size must be >= 0, got " + std::to_string(a.block));
+  const int64_t od = info.node.attr_int("output_dtype", 0);
+  if (od != 0) {
+    if (!dtype_is_known(static_cast<int32_t>(od)))
+      return unsupported(info.where() + "output_dtype " + std::to_string(od) + " is not a type bulkhead knows");
+    a.output_dtype = static_cast<DataType>(od);
+  }
+  const int64_t sat = info.node.attr_int("saturate", 1);
+  if (sat != 0 && sat != 1) return invalid_model(info.where() + "attribute 'saturate' must be 0 or 1");
+  a.saturate = sat != 0;
+  const int64_t prec = info.node.attr_int("precision", 0);
+  if (prec != 0) {
+    a.precision = static_cast<DataType>(prec);
+    if (!scale_type(a.precision))
+      return unsupported(info.where() + "precision " + dtype_name(a.precision) + " is not supported (float32, float16 or bfloat16)");
+  }
+  return a;
+}
+
+// ---------------------------------------------------------------------------------------
+// QuantizeLinear
+
+Status quantize_compute(KernelContext& ctx, const QuantAttrs& a) {
+  BH_ASSIGN_OR_RETURN(const Tensor* xp, host_input(ctx, 0, "x", true));
+  BH_ASSIGN_OR_RETURN(const Tensor* sp, host_input(ctx, 1, "y_scale", true));
+  BH_ASSIGN_OR_RETURN(const Tensor* zp, host_input(ctx, 2, "y_zero_point", false));
+  const Tensor &x = *xp, &scale = *sp;
+  if (!scale_type(x.dtype()) && x.dtype() != DataType::kInt32)
+    return unsupported(ctx.where() + "input x must be float32, float16, bfloat16 or int32, got " + dtype_name(x.dtype()));
+  if (!scale_type(scale.dtype()))
+    return unsupported(ctx.where() + "y_scale must be float32, float16 or bfloat16, got " + dtype_name(scale.dtype()));
+  DataType yt = zp ? zp->dtype() : a.output_dtype != DataType::kUndefined ? a.output_dtype : DataType::kUInt8;
+  if (zp && a.output_dtype != DataType::kUndefined && a.output_dtype != zp->dtype())
+    return invalid_argument(ctx.where() + "output_dtype " + dtype_name(a.output_dtype) + " differs from y_zero_point's type " +
+                            dtype_name(zp->dtype()));
+  const bool small = dtype_is_small_float(yt) && yt != DataType::kFloat8E8M0;
+  if (!quant_int_type(yt) && !small)
+    return unsupported(ctx.where() + "cannot quantise to " + dtype_name(yt));
+  BH_ASSIGN_OR_RETURN(Layout l, quant_layout(ctx, x, scale, zp, a.axis, a.block));
+  BH_ASSIGN_OR_RETURN(Tensor y, ctx.allocate_output(0, yt, x.shape()));
+  const int64_t n = x.numel();
+  if (n == 0) return Status::ok();
+  int32_t lo = 0, hi = 0;
+  int_range(yt, &lo, &hi);
+  uint8_t* y8 = static_cast<uint8_t*>(y.raw());
+  // x / scale is computed in `precision` (by default the scale's type): in float32, then
+  // rounded to float16 or bfloat16, which is the correctly rounded quotient in that type
+  // (float32 has more than twice their precision plus two bits).
+  const DataType prec = a.precision != DataType::kUndefined ? a.precision : scale.dtype();
+  auto in_precision = [prec](float q) {
+    if (prec == DataType::kFloat16) return half_to_float(float_to_half(q));
+    if (prec == DataType::kBFloat16) return bfloat16_to_float(float_to_bfloat16(q));
+    return q;
+  };
+  parallel_for(ctx.threads(), n, 1 << 14, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) {
+      const int64_t s = l.scale_index(i);
+      const float q = in_precision(float_at(x, i) / float_at(scale, s));
+      if (small) {
+        const float z = zp ? float_at(*zp, s) : 0.0f;
+        y8[i] = float_to_small_float(yt, static_cast<double>(q + z), a.saturate);
+        continue;
+      }
+      const double r = std::nearbyint(static_cast<double>(q)) + (zp ? int_at(*zp, s) : 0);
+      const int32_t v = std::isnan(r) ? (zp ? int_at(*zp, s) : 0)
+                                      : static_cast<int32_t>(std::clamp(r, static_cast<double>(lo), static_cast<double>(hi)));
+      switch (yt) {
+        case DataType::kUInt16: y.data<uint16_t>()[i] = static_cast<uint16_t>(v); break;
+        case DataType::kInt16: y.data<int16_t>()[i] = static_cast<int16_t>(v); break;
+        default: y8[i] = static_cast<uint8_t>(v); break;
+      }
+    }
+  });
+  return Status::ok();
+}
+
+// ---------------------------------------------------------------------------------------
+// DequantizeLinear
+
+Status dequantize_compute(KernelContext& ctx, const QuantAttrs& a) {
+  BH_ASSIGN_OR_RETURN(const Tensor* xp, host_input(ctx, 0, "x", true));
+  BH_ASSIGN_OR_RETURN(const Tensor* sp, host_input(ctx, 1, "x_scale", true));
+  BH_ASSIGN_OR_RETURN(const Tensor* zp, host_input(ctx, 2, "x_zero_point", false));
+  const Tensor &x = *xp, &scale = *sp;
+  const DataType xt = x.dtype();
+  const bool small = dtype_is_small_float(xt);
+  if (!quant_int_type(xt) && xt != DataType::kInt32 && !small)
+    return unsupported(ctx.where() + "cannot dequantise " + dtype_name(xt));
+  if (!scale_type(scale.dtype()))
+    return unsupported(ctx.where() + "x_scale must be float32, float16 or bfloat16, got " + dtype_name(scale.dtype()));
+  if (zp && zp->dtype() != xt)
+    return invalid_argument(ctx.where() + "x_zero_point is " + dtype_name(zp->dtype()) + ", x is " + dtype_name(xt));
+  DataType yt = a.output_dtype != DataType::kUndefined ? a.output_dtype : scale.dtype();
+  if (!scale_type(yt)) return unsupported(ctx.where() + "cannot dequantise to " + dtype_name(yt));
+  BH_ASSIGN_OR_RETURN(Layout l, quant_layout(ctx, x, scale, zp, a.axis, a.block));
+  const int64_t n = x.numel();
+  BH_ASSIGN_OR_RETURN(Tensor y, ctx.allocate_output(0, yt, x.shape()));
+  if (n == 0) return Status::ok();
+  Tensor f = yt == DataType::kFloat32 ? y : Tensor::host(DataType::kFloat32, x.shape());
+  float* fp = f.data<float>();
+  parallel_for(ctx.threads(), n, 1 << 14, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) {
+      const int64_t s = l.scale_index(i);
+      float v;
+      if (small) v = float_at(x, i) - (zp ? float_at(*zp, s) : 0.0f);
+      else v = static_cast<float>(int64_t{int_at(x, i)} - (zp ? int_at(*zp, s) : 0));
+      fp[i] = v * float_at(scale, s);
+    }
+  });
+  if (yt != DataType::kFloat32) return ew::convert_into(f, y, ctx.threads(), ctx.where());
+  return Status::ok();
+}
+
+// ---------------------------------------------------------------------------------------
+// DynamicQuantizeLinear: uint8 with scale = (max(0, max x) - min(0, min x)) / 255 and
+// zero_point = saturate(round(-min / scale)).
+
+Status dynamic_quantize_compute(KernelContext& ctx) {
+  BH_ASSIGN_OR_RETURN(const Tensor* xp, host_input(ctx, 0, "x", true));
+  const Tensor& x = *xp;
+  if (x.dtype() != DataType::kFloat32)
+    return unsupported(ctx.where() + "input x must be float32, got " + dtype_name(x.dtype()));
+  const float* xv = x.data<float>();
+  const int64_t n = x.numel();
+  // The range covers the finite values (and zero); NaN quantises to the zero point,
+  // infinities to 0 and 255.
+  float mn = 0.0f, mx = 0.0f;
+  for (int64_t i = 0; i < n; ++i)
+    if (std::isfinite(xv[i])) {
+      mn = std::min(mn, xv[i]);
+      mx = std::max(mx, xv[i]);
+    }
+  const float scale = (mx - mn) / 255.0f;
+  float zero = 0.0f;
+  if (scale != 0.0f) zero = std::clamp(std::nearbyint(0.0f - mn / scale), 0.0f, 255.0f);
+  BH_ASSIGN_OR_RETURN(Tensor y, ctx.allocate_output(0, DataType::kUInt8, x.shape()));
+  BH_ASSIGN_OR_RETURN(Tensor ys, ctx.allocate_output(1, DataType::kFloat32, {}));
+  BH_ASSIGN_OR_RETURN(Tensor yz, ctx.allocate_output(2, DataType::kUInt8, {}));
+  ys.data<float>()[0] = scale;
+  yz.data<uint8_t>()[0] = static_cast<uint8_t>(zero);
+  uint8_t* yv = y.data<uint8_t>();
+  parallel_for(ctx.threads(), n, 1 << 14, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) {
+      float q = scale == 0.0f ? zero : std::nearbyint(xv[i] / scale) + zero;
+      if (std::isnan(q)) q = zero;
+      yv[i] = static_cast<uint8_t>(std::clamp(q, 0.0f, 255.0f));
+    }
+  });
+  return Status::ok();
+}
+
+}  // namespace
+
+void register_quantize_kernels(KernelTable& t) {
+  t.add("QuantizeLinear", 10, [](const KernelInfo& info) -> Result<std::unique_ptr<Kernel>> {
+    BH_ASSIGN_OR_RETURN(QuantAttrs a, quant_attrs(info));
+    if (a.output_dtype != DataType::kUndefined && !quant_int_type(a.output_dtype) &&
+        !(dtype_is_small_float(a.output_dtype) && a.output_dtype != DataType::kFloat8E8M0))
+      return unsupported(info.where() + "cannot quantise to output_dtype " + dtype_name(a.output_dtype));
+    return make_kernel([a](KernelContext& ctx) { return quantize_compute(ctx, a); });
+  });
+  t.add("DequantizeLinear", 10, [](const KernelInfo& info) -> Result<std::unique_ptr<Kernel>> {
+    BH_ASSIGN_OR_RETURN(QuantAttrs a, quant_attrs(info));
+    if (a.output_dtype != DataType::kUndefined && !scale_type(a.output_dtype))
+      return unsupported(info.where() + "cannot dequantise to output_dtype " + dtype_name(a.output_dtype) +
+                         " (float32, float16 or bfloat16)");
+    return make_kernel([a](KernelContext& ctx) { return dequantize_compute(ctx, a); });
+  });
+  t.add("DynamicQuantizeLinear", 11, [](const KernelInfo&) -> Result<std::unique_ptr<Kernel>> {
+    return make_kernel(dynamic_quantize_compute);
+  });
+}
+
+}  // namespace bulkhead::cpu

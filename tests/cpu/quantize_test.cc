@@ -1,0 +1,262 @@
+// The small floats (float8 x5, float4e2m1), the sub-byte integers and the kernels that use
+// them — Cast, QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear — beyond what the
+// conformance cases check: every code of every format, the rounding edges, packing in
+// model files, and the refusals at session creation.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+
+#include "bulkhead/bulkhead.hpp"
+#include "onnx/onnx_pb.h"
+#include "support/test_util.h"
+
+namespace bulkhead::test {
+namespace {
+
+constexpr DataType kSmallFloats[] = {DataType::kFloat8E4M3FN, DataType::kFloat8E4M3FNUZ, DataType::kFloat8E5M2,
+                                     DataType::kFloat8E5M2FNUZ, DataType::kFloat4E2M1, DataType::kFloat8E8M0};
+
+TEST(SmallFloat, EveryCodeDecodesAndEncodesBackToItself) {
+  for (DataType t : kSmallFloats) {
+    const int codes = t == DataType::kFloat4E2M1 ? 16 : 256;
+    for (int c = 0; c < codes; ++c) {
+      const float v = small_float_to_float(t, static_cast<uint8_t>(c));
+      if (std::isnan(v)) continue;
+      // FNUZ types have no negative zero and E8M0 no sign: those codes are NaN or absent.
+      for (bool sat : {true, false}) {
+        if (sat && std::isinf(v)) continue;  // saturation turns float8e5m2's infinities into its largest value
+        EXPECT_EQ(float_to_small_float(t, v, sat), c) << dtype_name(t) << " code " << c << " value " << v;
+      }
+    }
+  }
+}
+
+TEST(SmallFloat, RoundingSaturationAndSpecials) {
+  const DataType e4 = DataType::kFloat8E4M3FN, e4uz = DataType::kFloat8E4M3FNUZ, e5 = DataType::kFloat8E5M2,
+                 e5uz = DataType::kFloat8E5M2FNUZ, f4 = DataType::kFloat4E2M1, e8 = DataType::kFloat8E8M0;
+  EXPECT_EQ(small_float_to_float(e4, 0x7e), 448.0f);
+  EXPECT_TRUE(std::isnan(small_float_to_float(e4, 0x7f)));
+  EXPECT_EQ(float_to_small_float(e4, 464.0, false), 0x7e);  // the midpoint to 480 rounds to even: 448
+  EXPECT_EQ(float_to_small_float(e4, 464.5, false), 0x7f);  // rounds past the largest: NaN
+  EXPECT_EQ(float_to_small_float(e4, 464.5, true), 0x7e);
+  EXPECT_EQ(float_to_small_float(e4, -INFINITY, true), 0xfe);
+  EXPECT_EQ(float_to_small_float(e4, 1.0625, true), 0x38);  // tie between 1 and 1.125: even
+  EXPECT_EQ(float_to_small_float(e4, std::ldexp(1.0, -10), true), 0x00);  // half the smallest subnormal: even (zero)
+  EXPECT_EQ(float_to_small_float(e4, std::ldexp(1.5, -10), true), 0x01);
+  EXPECT_EQ(float_to_small_float(e5, INFINITY, false), 0x7c);
+  EXPECT_EQ(float_to_small_float(e5, INFINITY, true), 0x7b);
+  EXPECT_EQ(float_to_small_float(e5, -1e-9, true), 0x80);  // negative zero
+  EXPECT_EQ(float_to_small_float(e4uz, -1e-9, true), 0x00);  // no negative zero: 0x80 is NaN
+  EXPECT_EQ(float_to_small_float(e4uz, 1e6, false), 0x80);
+  EXPECT_EQ(float_to_small_float(e5uz, -1e6, true), 0xff);
+  EXPECT_EQ(small_float_to_float(e5uz, 0x7f), 57344.0f);
+  EXPECT_EQ(float_to_small_float(f4, 0.25), 0x0);   // tie between 0 and 0.5: even
+  EXPECT_EQ(float_to_small_float(f4, 0.75), 0x2);   // tie between 0.5 and 1: even
+  EXPECT_EQ(float_to_small_float(f4, -100.0, false), 0xf);  // float4 always saturates
+  EXPECT_EQ(float_to_small_float(e8, 3.0, true, E8M0Round::kUp), 129);
+  EXPECT_EQ(float_to_small_float(e8, 3.0, true, E8M0Round::kDown), 128);
+  EXPECT_EQ(float_to_small_float(e8, 3.0, true, E8M0Round::kNearest), 129);  // 1.5 x 2: ties go up
+  EXPECT_EQ(float_to_small_float(e8, 2.9, true, E8M0Round::kNearest), 128);
+  EXPECT_EQ(float_to_small_float(e8, 2.0, true, E8M0Round::kUp), 128);
+  EXPECT_EQ(float_to_small_float(e8, -2.0, true, E8M0Round::kUp), 128);  // the sign is ignored
+  EXPECT_EQ(float_to_small_float(e8, 1e300, false), 0xff);
+  EXPECT_EQ(float_to_small_float(e8, 1e300, true), 0xfe);
+  EXPECT_EQ(float_to_small_float(e8, 2.0 * (1.0 + 0x1p-40), true, E8M0Round::kUp), 129);  // below float32's precision
+}
+
+TEST(SubByte, PackAndUnpackSignExtend) {
+  const int8_t v[5] = {-8, 7, -1, 0, 5};
+  uint8_t packed[3] = {0xaa, 0xaa, 0xaa};
+  dtype_pack(DataType::kInt4, v, 5, packed);
+  EXPECT_EQ(dtype_packed_nbytes(DataType::kInt4, 5), 3u);
+  EXPECT_EQ(packed[0], 0x78);
+  EXPECT_EQ(packed[1], 0x0f);
+  EXPECT_EQ(packed[2], 0x05);  // the unused high half is zero
+  int8_t back[5];
+  dtype_unpack(DataType::kInt4, packed, 5, back);
+  EXPECT_EQ(std::memcmp(v, back, 5), 0);
+  const int8_t two[5] = {-2, 1, -1, 0, 1};
+  uint8_t p2[2];
+  dtype_pack(DataType::kInt2, two, 5, p2);
+  EXPECT_EQ(p2[0], 0x36);  // 10 01 11 00 from the low bits up
+  int8_t b2[5];
+  dtype_unpack(DataType::kInt2, p2, 5, b2);
+  EXPECT_EQ(std::memcmp(two, b2, 5), 0);
+}
+
+// A one-node model built as a protobuf (the ONNX text parser of Debian's libonnx predates
+// these types).
+std::string one_node(const std::string& op, DataType in, DataType out, const std::vector<onnx::AttributeProto>& attrs,
+                     const std::vector<onnx::TensorProto>& inits = {}, int opset = 25) {
+  onnx::ModelProto m;
+  m.set_ir_version(11);
+  auto* os = m.add_opset_import();
+  os->set_domain("");
+  os->set_version(opset);
+  auto* g = m.mutable_graph();
+  g->set_name("g");
+  auto* n = g->add_node();
+  n->set_op_type(op);
+  n->set_name("n0");
+  n->add_input("x");
+  for (const auto& t : inits) {
+    n->add_input(t.name());
+    *g->add_initializer() = t;
+  }
+  n->add_output("y");
+  for (const auto& a : attrs) *n->add_attribute() = a;
+  auto io = [](onnx::ValueInfoProto* v, const char* name, DataType t) {
+    v->set_name(name);
+    v->mutable_type()->mutable_tensor_type()->set_elem_type(static_cast<int>(t));
+  };
+  io(g->add_input(), "x", in);
+  io(g->add_output(), "y", out);
+  return m.SerializeAsString();
+}
+
+onnx::AttributeProto int_attr(const char* name, int64_t v) {
+  onnx::AttributeProto a;
+  a.set_name(name);
+  a.set_type(onnx::AttributeProto::INT);
+  a.set_i(v);
+  return a;
+}
+
+onnx::AttributeProto str_attr(const char* name, const char* v) {
+  onnx::AttributeProto a;
+  a.set_name(name);
+  a.set_type(onnx::AttributeProto::STRING);
+  a.set_s(v);
+  return a;
+}
+
+Status load_status(const std::string& bytes) {
+  Env env;
+  auto s = env.load_bytes(bytes, "m");
+  return s.is_ok() ? Status::ok() : s.status();
+}
+
+void expect_refused(const std::string& bytes, const std::string& part) {
+  Status st = load_status(bytes);
+  ASSERT_FALSE(st.is_ok()) << "loaded, expected a refusal containing: " << part;
+  EXPECT_NE(st.message().find(part), std::string::npos) << st.to_string();
+}
+
+TEST(Quantize, RefusalsNameNodeOperatorAndWhat) {
+  expect_refused(one_node("Cast", DataType::kFloat32, DataType::kFloat8E8M0,
+                          {int_attr("to", 24), str_attr("round_mode", "sideways")}),
+                 "node 'n0' (Cast): round_mode 'sideways' is not supported (up, down or nearest)");
+  expect_refused(one_node("Cast", DataType::kFloat32, DataType::kFloat8E4M3FN, {int_attr("to", 17), int_attr("saturate", 2)}),
+                 "node 'n0' (Cast): attribute 'saturate' must be 0 or 1");
+  expect_refused(one_node("QuantizeLinear", DataType::kFloat32, DataType::kFloat8E8M0, {int_attr("output_dtype", 24)}),
+                 "node 'n0' (QuantizeLinear): cannot quantise to output_dtype float8e8m0");
+  expect_refused(one_node("DequantizeLinear", DataType::kInt8, DataType::kInt8, {int_attr("output_dtype", 3)}),
+                 "node 'n0' (DequantizeLinear): cannot dequantise to output_dtype int8 (float32, float16 or bfloat16)");
+  expect_refused(one_node("QuantizeLinear", DataType::kFloat32, DataType::kUInt8, {int_attr("precision", 6)}),
+                 "node 'n0' (QuantizeLinear): precision int32 is not supported (float32, float16 or bfloat16)");
+  expect_refused(one_node("QuantizeLinear", DataType::kFloat32, DataType::kUInt8, {int_attr("block_size", -1)}),
+                 "node 'n0' (QuantizeLinear): block_size must be >= 0, got -1");
+}
+
+onnx::TensorProto float_tensor(const char* name, const std::vector<int64_t>& dims, const std::vector<float>& v) {
+  onnx::TensorProto t;
+  t.set_name(name);
+  t.set_data_type(onnx::TensorProto::FLOAT);
+  for (int64_t d : dims) t.add_dims(d);
+  for (float f : v) t.add_float_data(f);
+  return t;
+}
+
+TEST(Quantize, BlockedScaleOfTheWrongShapeIsAClearError) {
+  Env env;
+  auto s = env.load_bytes(one_node("QuantizeLinear", DataType::kFloat32, DataType::kUInt8,
+                                   {int_attr("axis", 1), int_attr("block_size", 2)},
+                                   {float_tensor("scale", {2, 3}, {1, 1, 1, 1, 1, 1})}),
+                          "m");
+  ASSERT_TRUE(s.is_ok()) << s.status().to_string();
+  auto r = s->run({{"x", Tensor::host(DataType::kFloat32, {2, 4})}});
+  ASSERT_FALSE(r.is_ok());
+  EXPECT_NE(r.status().message().find("blocked scale for float32[2,4] with block_size 2 along axis 1 must have shape [2,2], got float32[2,3]"),
+            std::string::npos)
+      << r.status().to_string();
+}
+
+TEST(Quantize, Int4RoundTripsThroughAPackedInitializer) {
+  // DequantizeLinear of a packed int4 initializer with a per-axis scale and zero point.
+  onnx::ModelProto m;
+  m.set_ir_version(11);
+  auto* os = m.add_opset_import();
+  os->set_version(25);
+  auto* g = m.mutable_graph();
+  g->set_name("g");
+  onnx::TensorProto w;
+  w.set_name("w");
+  w.set_data_type(static_cast<int>(DataType::kInt4));  // newer than Debian's onnx.proto
+  w.add_dims(2);
+  w.add_dims(3);
+  const int8_t wv[6] = {-8, 7, -1, 3, 0, -5};
+  uint8_t packed[3];
+  dtype_pack(DataType::kInt4, wv, 6, packed);
+  w.set_raw_data(packed, 3);
+  *g->add_initializer() = w;
+  *g->add_initializer() = float_tensor("s", {2}, {0.5f, 2.0f});
+  onnx::TensorProto z;
+  z.set_name("z");
+  z.set_data_type(static_cast<int>(DataType::kInt4));  // newer than Debian's onnx.proto
+  z.add_dims(2);
+  z.add_int32_data(0x1f);  // -1 and 1, packed into one entry
+  *g->add_initializer() = z;
+  auto* n = g->add_node();
+  n->set_op_type("DequantizeLinear");
+  n->set_name("dq");
+  for (const char* i : {"w", "s", "z"}) n->add_input(i);
+  n->add_output("y");
+  *n->add_attribute() = int_attr("axis", 0);
+  auto* out = g->add_output();
+  out->set_name("y");
+  out->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
+  Env env;
+  auto s = env.load_bytes(m.SerializeAsString(), "m");
+  ASSERT_TRUE(s.is_ok()) << s.status().to_string();
+  auto r = s->run({});
+  ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+  const float* y = (*r)[0].second.data<float>();
+  const float want[6] = {(-8 + 1) * 0.5f, (7 + 1) * 0.5f, (-1 + 1) * 0.5f, (3 - 1) * 2.0f, (0 - 1) * 2.0f, (-5 - 1) * 2.0f};
+  for (int i = 0; i < 6; ++i) EXPECT_EQ(y[i], want[i]) << i;
+}
+
+TEST(Quantize, CastOfLargeInt64ToE8M0RoundsOnce) {
+  // 2^62 + 1 is not a double; rounded to nearest first it would become 2^62 exactly and
+  // round_mode "up" would keep it there. The answer is 2^63.
+  Env env;
+  auto s = env.load_bytes(one_node("Cast", DataType::kInt64, DataType::kFloat8E8M0, {int_attr("to", 24)}), "m");
+  ASSERT_TRUE(s.is_ok()) << s.status().to_string();
+  auto r = s->run({{"x", Tensor::from_vector<int64_t>(DataType::kInt64, {2}, {(int64_t{1} << 62) + 1, int64_t{1} << 62})}});
+  ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+  const uint8_t* y = (*r)[0].second.data<uint8_t>();
+  EXPECT_EQ(y[0], 63 + 127);
+  EXPECT_EQ(y[1], 62 + 127);
+}
+
+TEST(Quantize, DynamicQuantizeLinearKeepsNaNAndInfinitiesOutOfTheRange) {
+  Env env;
+  auto s = env.load_bytes(model_text_bytes(R"(<ir_version: 8, opset_import: ["" : 11]>
+g (float[N] x) => (uint8[N] y, float s, uint8 z) { y, s, z = DynamicQuantizeLinear(x) })"),
+                          "m");
+  ASSERT_TRUE(s.is_ok()) << s.status().to_string();
+  auto r = s->run({{"x", Tensor::from_vector<float>(DataType::kFloat32, {5}, {-1.0f, 2.0f, NAN, INFINITY, -INFINITY})}});
+  ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+  EXPECT_FLOAT_EQ((*r)[1].second.data<float>()[0], 3.0f / 255.0f);
+  const uint8_t zero = (*r)[2].second.data<uint8_t>()[0];
+  EXPECT_EQ(zero, 85);
+  const uint8_t* y = (*r)[0].second.data<uint8_t>();
+  EXPECT_EQ(y[0], 0);
+  EXPECT_EQ(y[1], 255);
+  EXPECT_EQ(y[2], zero);
+  EXPECT_EQ(y[3], 255);
+  EXPECT_EQ(y[4], 0);
+}
+
+}  // namespace
+}  // namespace bulkhead::test
