@@ -1,4 +1,4 @@
-// CumProd, Det, the window functions, BitCast, NonMaxSuppression, CenterCropPad and
+// CumProd, Det, the window functions, MelWeightMatrix, StringSplit, TfIdfVectorizer, BitCast, NonMaxSuppression, CenterCropPad and
 // MaxUnpool, NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss, Unique, Col2Im, AffineGrid, GridSample, TensorScatter, StringConcat, Binarizer, ArrayFeatureExtractor and MatMulInteger on the CPU: what the conformance cases do
 // not cover — the refusals at session creation, each naming node, operator and the
 // unsupported thing, and edge cases (a singular matrix, an empty window).
@@ -239,6 +239,45 @@ g (int64 n) => (float[N] y) { y = HammingWindow <periodic = 0> (n) })");
   auto bad = s->run({{"n", Tensor::from_vector<int64_t>(DataType::kInt64, {}, {-3})}});
   ASSERT_FALSE(bad.is_ok());
   EXPECT_NE(bad.status().message().find("size must be >= 0, got -3"), std::string::npos) << bad.status().to_string();
+}
+
+TEST(MiscOps, TextOperatorsRefuseBadAttributes) {
+  expect_refused(R"(<ir_version: 8, opset_import: ["" : 20]>
+g (string[2] x) => (string[2,N] y, int64[2] z) { y, z = StringSplit <maxsplit = -2> (x) })",
+                 "node 'StringSplit_0' (StringSplit): maxsplit must be >= 0, got -2");
+  expect_refused(R"(<ir_version: 8, opset_import: ["" : 9]>
+g (int64[4] x) => (float[N] y) { y = TfIdfVectorizer <mode = "BM25", min_gram_length = 1, max_gram_length = 1, max_skip_count = 0, ngram_counts = [0], ngram_indexes = [0], pool_int64s = [1]> (x) })",
+                 "node 'TfIdfVectorizer_0' (TfIdfVectorizer): mode must be TF, IDF or TFIDF, got 'BM25'");
+  expect_refused(R"(<ir_version: 8, opset_import: ["" : 9]>
+g (int64[4] x) => (float[N] y) { y = TfIdfVectorizer <mode = "TF", min_gram_length = 2, max_gram_length = 2, max_skip_count = 0, ngram_counts = [0, 0], ngram_indexes = [0], pool_int64s = [1, 2, 3]> (x) })",
+                 "do not split the pool into 2-grams");
+  expect_refused(R"(<ir_version: 8, opset_import: ["" : 17]>
+g (int64 m, int64 d, int64 r, float lo, float hi) => (string[A,B] y) { y = MelWeightMatrix <output_datatype = 8> (m, d, r, lo, hi) })",
+                 "node 'MelWeightMatrix_0' (MelWeightMatrix): output_datatype 8 is not supported");
+}
+
+TEST(MiscOps, StringSplitFollowsPython) {
+  Env env;
+  auto s = load(env, R"(<ir_version: 8, opset_import: ["" : 20]>
+g (string[3] x) => (string[3,N] y, int64[3] z) { y, z = StringSplit <maxsplit = 1> (x) })");
+  ASSERT_TRUE(s.is_ok()) << s.status().to_string();
+  Tensor x = Tensor::host(DataType::kString, {3});
+  x.strings()[0] = "  a b  c ";
+  x.strings()[1] = "";
+  x.strings()[2] = "one";
+  auto r = s->run({{"x", x}});
+  ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+  const Tensor& y = (*r)[0].second;
+  ASSERT_EQ(y.shape(), (Shape{3, 2}));
+  // " a b  c ".split(maxsplit=1) == ['a', 'b  c']; ''.split() == []
+  EXPECT_EQ(y.strings()[0], "a");
+  EXPECT_EQ(y.strings()[1], "b  c");
+  EXPECT_EQ(y.strings()[2], "");
+  EXPECT_EQ(y.strings()[4], "one");
+  const int64_t* z = (*r)[1].second.data<int64_t>();
+  EXPECT_EQ(z[0], 2);
+  EXPECT_EQ(z[1], 0);
+  EXPECT_EQ(z[2], 1);
 }
 
 }  // namespace

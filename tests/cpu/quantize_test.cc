@@ -258,5 +258,29 @@ g (float[N] x) => (uint8[N] y, float s, uint8 z) { y, s, z = DynamicQuantizeLine
   EXPECT_EQ(y[4], 0);
 }
 
+TEST(Quantize, IntegerConvAndMatMulRefuseWrongTypesAndShapes) {
+  Env env;
+  auto c = env.load_bytes(model_text_bytes(R"(<ir_version: 8, opset_import: ["" : 10]>
+g (float[1,1,3,3] x, uint8[1,1,2,2] w) => (int32[1,1,2,2] y) { y = ConvInteger(x, w) })"),
+                          "m");
+  ASSERT_TRUE(c.is_ok()) << c.status().to_string();
+  auto r = c->run({{"x", Tensor::host(DataType::kFloat32, {1, 1, 3, 3})}, {"w", Tensor::host(DataType::kUInt8, {1, 1, 2, 2})}});
+  ASSERT_FALSE(r.is_ok());
+  EXPECT_NE(r.status().message().find("node 'ConvInteger_0' (ConvInteger): takes int8/uint8 x and w, got float32 and uint8"),
+            std::string::npos)
+      << r.status().to_string();
+  auto m = env.load_bytes(model_text_bytes(R"(<ir_version: 8, opset_import: ["" : 10]>
+g (uint8[2,3] a, float sa, uint8 za, uint8[3,2] b, float[3] sb, uint8[3] zb, float sy, uint8 zy) => (uint8[2,2] y) { y = QLinearMatMul(a, sa, za, b, sb, zb, sy, zy) })"),
+                          "m");
+  ASSERT_TRUE(m.is_ok()) << m.status().to_string();
+  auto one = [](DataType t) { return Tensor::host(t, {}); };
+  Tensor sa = Tensor::from_vector<float>(DataType::kFloat32, {}, {1.0f});
+  auto q = m->run({{"a", Tensor::host(DataType::kUInt8, {2, 3})}, {"sa", sa}, {"za", one(DataType::kUInt8)},
+                   {"b", Tensor::host(DataType::kUInt8, {3, 2})}, {"sb", Tensor::from_vector<float>(DataType::kFloat32, {3}, {1, 1, 1})},
+                   {"zb", Tensor::host(DataType::kUInt8, {3})}, {"sy", sa}, {"zy", one(DataType::kUInt8)}});
+  ASSERT_FALSE(q.is_ok());
+  EXPECT_NE(q.status().message().find("b's scale must hold one value or 2, got float32[3]"), std::string::npos) << q.status().to_string();
+}
+
 }  // namespace
 }  // namespace bulkhead::test

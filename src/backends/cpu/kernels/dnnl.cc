@@ -1072,11 +1072,141 @@ Result<std::unique_ptr<Kernel>> make_conv(const KernelInfo& info, bool transpose
   }
 }
 
+// ---------------------------------------------------------------------------------------
+// ConvInteger and QLinearConv (reference loops): (x - x_zero_point) * (w - w_zero_point)
+// accumulated exactly, w's zero point per tensor or per output channel. ConvInteger
+// returns the int32 sums; QLinearConv adds its int32 bias and requantises with
+// x_scale * w_scale[m] / y_scale.
+
+struct IntConvInputs {
+  const Tensor *x = nullptr, *w = nullptr;
+  std::vector<int64_t> xs, ws;  // the inputs less their zero points
+  Geometry g;
+  int64_t N = 0, C = 0, M = 0;
+};
+
+int64_t int_value(const Tensor& t, int64_t i) {
+  return t.dtype() == DataType::kUInt8 ? int64_t{t.data<uint8_t>()[i]} : int64_t{t.data<int8_t>()[i]};
+}
+
+Status int_conv_prepare(KernelContext& ctx, const ConvAttrs& a, int xi, int xzi, int wi, int wzi, IntConvInputs* in) {
+  const Tensor* x = ctx.input(xi);
+  const Tensor* w = ctx.input(wi);
+  if (!x || !w) return invalid_argument(ctx.where() + "missing input x or w");
+  auto eight_bit = [](DataType t) { return t == DataType::kUInt8 || t == DataType::kInt8; };
+  if (!eight_bit(x->dtype()) || !eight_bit(w->dtype()))
+    return unsupported(ctx.where() + "takes int8/uint8 x and w, got " + dtype_name(x->dtype()) + " and " + dtype_name(w->dtype()));
+  if (x->rank() < 3 || x->rank() > 5 || w->rank() != x->rank())
+    return invalid_argument(ctx.where() + "x and w must both have rank 3 to 5, got " + x->describe() + " and " + w->describe());
+  in->x = x;
+  in->w = w;
+  in->N = x->dim(0);
+  in->C = x->dim(1);
+  in->M = w->dim(0);
+  if (in->C != w->dim(1) * a.group || in->M % a.group != 0)
+    return invalid_argument(ctx.where() + "w " + w->describe() + " does not fit x " + x->describe() + " with group " + std::to_string(a.group));
+  BH_RETURN_IF_ERROR(resolve_geometry(a, false, x->shape(), w->shape(), ctx.where(), &in->g));
+  auto zero = [&](int i, const Tensor& of, int64_t per, const char* what) -> Result<std::vector<int64_t>> {
+    std::vector<int64_t> z(static_cast<size_t>(per), 0);
+    const Tensor* t = i < ctx.num_inputs() ? ctx.input(i) : nullptr;
+    if (!t || t->numel() == 0) return z;
+    if (t->dtype() != of.dtype() || (t->numel() != 1 && t->numel() != per))
+      return invalid_argument(ctx.where() + what + " must be one " + dtype_name(of.dtype()) + " value or " + std::to_string(per) +
+                              ", got " + t->describe());
+    for (int64_t j = 0; j < per; ++j) z[j] = int_value(*t, t->numel() == 1 ? 0 : j);
+    return z;
+  };
+  BH_ASSIGN_OR_RETURN(auto zx, zero(xzi, *x, 1, "x_zero_point"));
+  BH_ASSIGN_OR_RETURN(auto zw, zero(wzi, *w, in->M, "w_zero_point"));
+  in->xs.resize(static_cast<size_t>(x->numel()));
+  for (int64_t i = 0; i < x->numel(); ++i) in->xs[i] = int_value(*x, i) - zx[0];
+  in->ws.resize(static_cast<size_t>(w->numel()));
+  const int64_t per_m = in->M ? w->numel() / in->M : 0;
+  for (int64_t i = 0; i < w->numel(); ++i) in->ws[i] = int_value(*w, i) - zw[per_m ? i / per_m : 0];
+  return Status::ok();
+}
+
+Shape int_conv_out_shape(const IntConvInputs& in) {
+  Shape out{in.N, in.M};
+  out.insert(out.end(), in.g.out.begin(), in.g.out.end());
+  return out;
+}
+
+Status conv_integer_compute(KernelContext& ctx, const ConvAttrs& a) {
+  IntConvInputs in;
+  BH_RETURN_IF_ERROR(int_conv_prepare(ctx, a, 0, 2, 1, 3, &in));
+  BH_ASSIGN_OR_RETURN(Tensor y, ctx.allocate_output(0, DataType::kInt32, int_conv_out_shape(in)));
+  std::vector<int64_t> acc(static_cast<size_t>(y.numel()));
+  conv_ref<int64_t>(in.xs.data(), in.ws.data(), nullptr, acc.data(), in.N, in.C, in.M, a.group, to_geo3(in.g), ctx.threads());
+  int32_t* yp = y.data<int32_t>();
+  for (size_t i = 0; i < acc.size(); ++i) yp[i] = static_cast<int32_t>(static_cast<uint32_t>(acc[i]));  // wraps as int32 would
+  return Status::ok();
+}
+
+float scale_value(const Tensor& t, int64_t i) {
+  switch (t.dtype()) {
+    case DataType::kFloat16: return half_to_float(t.data<uint16_t>()[i]);
+    case DataType::kBFloat16: return bfloat16_to_float(t.data<uint16_t>()[i]);
+    default: return t.data<float>()[i];
+  }
+}
+
+Status qlinear_conv_compute(KernelContext& ctx, const ConvAttrs& a) {
+  // x, x_scale, x_zero_point, w, w_scale, w_zero_point, y_scale, y_zero_point, B
+  IntConvInputs in;
+  BH_RETURN_IF_ERROR(int_conv_prepare(ctx, a, 0, 2, 3, 5, &in));
+  const Tensor* xs = ctx.input(1);
+  const Tensor* ws = ctx.input(4);
+  const Tensor* ys = ctx.input(6);
+  const Tensor* yz = ctx.num_inputs() > 7 ? ctx.input(7) : nullptr;
+  const Tensor* bias = ctx.num_inputs() > 8 ? ctx.input(8) : nullptr;
+  auto is_scale = [](const Tensor* t) {
+    return t && (t->dtype() == DataType::kFloat32 || t->dtype() == DataType::kFloat16 || t->dtype() == DataType::kBFloat16);
+  };
+  if (!is_scale(xs) || !is_scale(ws) || !is_scale(ys))
+    return invalid_argument(ctx.where() + "x_scale, w_scale and y_scale must be float tensors");
+  if (xs->numel() != 1 || ys->numel() != 1 || (ws->numel() != 1 && ws->numel() != in.M))
+    return invalid_argument(ctx.where() + "x_scale and y_scale must hold one value and w_scale one or " + std::to_string(in.M) +
+                            ", got " + xs->describe() + ", " + ys->describe() + " and " + ws->describe());
+  const DataType yt = yz && yz->numel() ? yz->dtype() : in.x->dtype();
+  if (yz && yz->numel() && yz->numel() != 1)
+    return invalid_argument(ctx.where() + "y_zero_point must hold one value, got " + yz->describe());
+  if (yt != DataType::kUInt8 && yt != DataType::kInt8) return unsupported(ctx.where() + "y_zero_point must be int8 or uint8");
+  if (bias && bias->numel() && (bias->dtype() != DataType::kInt32 || bias->numel() != in.M))
+    return invalid_argument(ctx.where() + "B must be int32 with " + std::to_string(in.M) + " values, got " + bias->describe());
+  std::vector<int64_t> b;
+  if (bias && bias->numel()) b.assign(bias->data<int32_t>(), bias->data<int32_t>() + in.M);
+  BH_ASSIGN_OR_RETURN(Tensor y, ctx.allocate_output(0, yt, int_conv_out_shape(in)));
+  std::vector<int64_t> acc(static_cast<size_t>(y.numel()));
+  conv_ref<int64_t>(in.xs.data(), in.ws.data(), b.empty() ? nullptr : b.data(), acc.data(), in.N, in.C, in.M, a.group,
+                    to_geo3(in.g), ctx.threads());
+  const int64_t zy = yz && yz->numel() ? int_value(*yz, 0) : 0;
+  const double lo = yt == DataType::kUInt8 ? 0 : -128, hi = yt == DataType::kUInt8 ? 255 : 127;
+  const int64_t osz = in.M ? y.numel() / (in.N * in.M) : 0;
+  for (int64_t i = 0; i < y.numel(); ++i) {
+    const int64_t m = (i / osz) % in.M;
+    const float mult = scale_value(*xs, 0) * scale_value(*ws, ws->numel() == 1 ? 0 : m) / scale_value(*ys, 0);
+    const double v = std::clamp(std::nearbyint(static_cast<double>(static_cast<float>(acc[i]) * mult)) + zy, lo, hi);
+    if (yt == DataType::kUInt8) y.data<uint8_t>()[i] = static_cast<uint8_t>(v);
+    else y.data<int8_t>()[i] = static_cast<int8_t>(v);
+  }
+  return Status::ok();
+}
+
+Result<std::unique_ptr<Kernel>> make_int_conv(const KernelInfo& info, bool qlinear) {
+  ConvAttrs a = parse_conv_attrs(info.node);
+  BH_RETURN_IF_ERROR(check_conv_attrs(a, info.where()));
+  if (qlinear) return make_kernel([a](KernelContext& ctx) { return qlinear_conv_compute(ctx, a); });
+  return make_kernel([a](KernelContext& ctx) { return conv_integer_compute(ctx, a); });
+}
+
 }  // namespace
 
 void register_dnnl_kernels(KernelTable& t) {
   t.add("Conv", 1, [](const KernelInfo& info) { return make_conv(info, false); });
   t.add("ConvTranspose", 1, [](const KernelInfo& info) { return make_conv(info, true); });
+  t.add("ConvInteger", 10, [](const KernelInfo& info) { return make_int_conv(info, false); });
+  t.add("QLinearConv", 10, [](const KernelInfo& info) { return make_int_conv(info, true); });
   register_dnnl_pool_kernels(t);
   register_dnnl_gemm_kernels(t);
   register_dnnl_layout_kernels(t);

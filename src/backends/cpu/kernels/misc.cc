@@ -209,6 +209,62 @@ Status window_compute(KernelContext& ctx, Window w, bool periodic, DataType out_
 }
 
 // =====================================================================================
+// MelWeightMatrix (opset 17): [dft_length / 2 + 1, num_mel_bins] triangular filters, their
+// edges num_mel_bins + 2 points spaced evenly on the mel scale (2595 log10(1 + f / 700))
+// between the two edge frequencies and snapped down to DFT bins, as the ONNX reference does.
+// =====================================================================================
+
+Result<double> read_scalar_double(KernelContext& ctx, int i, const char* what) {
+  BH_ASSIGN_OR_RETURN(const Tensor* t, required_input(ctx, i, what));
+  if (t->numel() != 1) return invalid_argument(ctx.where() + what + " must hold exactly one value, got " + t->describe());
+  if (dtype_is_integer(t->dtype())) return static_cast<double>(read_int_tensor(*t)[0]);
+  if (!dtype_is_float(t->dtype())) return invalid_argument(ctx.where() + what + " must be a number, got " + dtype_name(t->dtype()));
+  Tensor d = Tensor::host(DataType::kFloat64, {});
+  BH_RETURN_IF_ERROR(ew::convert_into(*t, d, 1, ctx.where()));
+  return d.data<double>()[0];
+}
+
+Status mel_weight_matrix_compute(KernelContext& ctx, DataType out_type) {
+  BH_ASSIGN_OR_RETURN(const Tensor* mp, required_input(ctx, 0, "num_mel_bins"));
+  BH_ASSIGN_OR_RETURN(const Tensor* dp, required_input(ctx, 1, "dft_length"));
+  BH_ASSIGN_OR_RETURN(const Tensor* rp, required_input(ctx, 2, "sample_rate"));
+  BH_ASSIGN_OR_RETURN(int64_t mels, read_scalar_int(ctx, *mp, "num_mel_bins"));
+  BH_ASSIGN_OR_RETURN(int64_t dft, read_scalar_int(ctx, *dp, "dft_length"));
+  BH_ASSIGN_OR_RETURN(int64_t rate, read_scalar_int(ctx, *rp, "sample_rate"));
+  BH_ASSIGN_OR_RETURN(double lo, read_scalar_double(ctx, 3, "lower_edge_hertz"));
+  BH_ASSIGN_OR_RETURN(double hi, read_scalar_double(ctx, 4, "upper_edge_hertz"));
+  if (mels < 1 || dft < 1 || rate < 1 || mels > (int64_t{1} << 20) || dft > (int64_t{1} << 30))
+    return invalid_argument(ctx.where() + "num_mel_bins, dft_length and sample_rate must be positive (and num_mel_bins <= 2^20, "
+                            "dft_length <= 2^30), got " + std::to_string(mels) + ", " + std::to_string(dft) + ", " + std::to_string(rate));
+  if (!(lo >= 0) || !(hi > lo))
+    return invalid_argument(ctx.where() + "needs 0 <= lower_edge_hertz < upper_edge_hertz");
+  const int64_t bins = dft / 2 + 1;
+  auto mel = [](double f) { return 2595.0 * std::log10(1.0 + f / 700.0); };
+  const double lm = mel(lo), step = (mel(hi) - lm) / static_cast<double>(mels + 2);
+  std::vector<int64_t> edge(static_cast<size_t>(mels + 2));
+  for (int64_t i = 0; i < mels + 2; ++i) {
+    const double f = 700.0 * (std::pow(10.0, (static_cast<double>(i) * step + lm) / 2595.0) - 1.0);
+    edge[i] = static_cast<int64_t>(std::floor(static_cast<double>(dft + 1) * f / static_cast<double>(rate)));
+  }
+  std::vector<double> w(static_cast<size_t>(bins * mels), 0.0);
+  auto at = [&](int64_t j, int64_t i) -> double* { return j >= 0 && j < bins ? &w[j * mels + i] : nullptr; };
+  for (int64_t i = 0; i < mels; ++i) {
+    const int64_t l = edge[i], c = edge[i + 1], r = edge[i + 2];
+    if (c == l) {
+      if (double* p = at(c, i)) *p = 1.0;
+    } else {
+      for (int64_t j = l; j <= c; ++j)
+        if (double* p = at(j, i)) *p = static_cast<double>(j - l) / static_cast<double>(c - l);
+    }
+    if (r > c)
+      for (int64_t j = c; j < r; ++j)
+        if (double* p = at(j, i)) *p = static_cast<double>(r - j) / static_cast<double>(r - c);
+  }
+  BH_ASSIGN_OR_RETURN(Tensor y, ctx.allocate_output(0, out_type, Shape{bins, mels}));
+  return write_doubles(w, y, ctx.where());
+}
+
+// =====================================================================================
 // BitCast (opset 26): the same bytes seen as another element type of the same size.
 // =====================================================================================
 
@@ -1719,6 +1775,12 @@ void register_misc_kernels(KernelTable& t) {
       return make_kernel([kind, periodic, out](KernelContext& ctx) { return window_compute(ctx, kind, periodic, out); });
     });
   }
+  t.add("MelWeightMatrix", 17, [](const KernelInfo& info) -> Result<std::unique_ptr<Kernel>> {
+    auto out = static_cast<DataType>(info.node.attr_int("output_datatype", 1));
+    if (!dtype_is_known(static_cast<int32_t>(out)) || out == DataType::kString || out == DataType::kBool)
+      return unsupported(info.where() + "output_datatype " + std::to_string(static_cast<int>(out)) + " is not supported");
+    return make_kernel([out](KernelContext& ctx) { return mel_weight_matrix_compute(ctx, out); });
+  });
   for (bool softmax : {false, true})
     t.add(softmax ? "SoftmaxCrossEntropyLoss" : "NegativeLogLikelihoodLoss", 12,
           [softmax](const KernelInfo& info) -> Result<std::unique_ptr<Kernel>> {

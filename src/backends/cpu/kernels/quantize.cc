@@ -1,6 +1,6 @@
 // Quantisation kernels: QuantizeLinear, DequantizeLinear (per tensor, per axis and blocked;
 // 8/16-bit integers, int4/uint4, int2/uint2, the float8 types and float4e2m1) and
-// DynamicQuantizeLinear.
+// DynamicQuantizeLinear, QLinearMatMul.
 //
 // Arithmetic follows the ONNX reference: QuantizeLinear computes x / scale in float32,
 // rounds half to even, adds the zero point and saturates to the target's range (small float
@@ -297,6 +297,97 @@ Status dynamic_quantize_compute(KernelContext& ctx) {
   return Status::ok();
 }
 
+// ---------------------------------------------------------------------------------------
+// QLinearMatMul: y = saturate(round((a - a_zero_point) x (b - b_zero_point) * a_scale *
+// b_scale / y_scale) + y_zero_point), the products summed exactly; a's scale and zero point
+// per tensor or per row ([M]), b's per tensor or per column ([N]).
+
+Status qlinear_matmul_compute(KernelContext& ctx) {
+  const char* names[8] = {"a", "a_scale", "a_zero_point", "b", "b_scale", "b_zero_point", "y_scale", "y_zero_point"};
+  const Tensor* in[8];
+  for (int i = 0; i < 8; ++i) {
+    BH_ASSIGN_OR_RETURN(in[i], host_input(ctx, i, names[i], i != 7));
+  }
+  const Tensor &A = *in[0], &B = *in[3];
+  auto eight_bit = [](DataType t) { return t == DataType::kUInt8 || t == DataType::kInt8; };
+  if (!eight_bit(A.dtype()) || !eight_bit(B.dtype()))
+    return unsupported(ctx.where() + "QLinearMatMul takes int8/uint8 a and b, got " + dtype_name(A.dtype()) + " and " + dtype_name(B.dtype()));
+  for (int i : {1, 4, 6})
+    if (!scale_type(in[i]->dtype()))
+      return unsupported(ctx.where() + names[i] + " must be float32, float16 or bfloat16, got " + dtype_name(in[i]->dtype()));
+  if (A.rank() < 2 || B.rank() < 2 || A.dim(-1) != B.dim(-2))
+    return invalid_argument(ctx.where() + "cannot multiply " + A.describe() + " by " + B.describe());
+  // Batch dimensions broadcast as MatMul's do.
+  const int r = std::max(A.rank(), B.rank());
+  Shape batch(static_cast<size_t>(r - 2), 1);
+  for (int i = 0; i < r - 2; ++i) {
+    const int ia = i - (r - A.rank()), ib = i - (r - B.rank());
+    const int64_t da = ia >= 0 ? A.dim(ia) : 1, db = ib >= 0 ? B.dim(ib) : 1;
+    if (da != db && da != 1 && db != 1)
+      return invalid_argument(ctx.where() + "batch dimensions of " + A.describe() + " and " + B.describe() + " do not broadcast");
+    batch[i] = std::max(da, db);
+  }
+  const int64_t M = A.dim(-2), K = A.dim(-1), N = B.dim(-1);
+  auto per = [&](int s, int z, int64_t n, const char* what) -> Status {
+    const int64_t c = in[s]->numel();
+    if (c != 1 && c != n)
+      return invalid_argument(ctx.where() + what + " scale must hold one value or " + std::to_string(n) + ", got " + in[s]->describe());
+    if (in[z] && in[z]->numel() != c)
+      return invalid_argument(ctx.where() + what + " zero point " + in[z]->describe() + " does not match its scale " + in[s]->describe());
+    return Status::ok();
+  };
+  BH_RETURN_IF_ERROR(per(1, 2, M, "a's"));
+  BH_RETURN_IF_ERROR(per(4, 5, N, "b's"));
+  if (in[6]->numel() != 1) return invalid_argument(ctx.where() + "y_scale must hold one value, got " + in[6]->describe());
+  if ((in[2] && in[2]->dtype() != A.dtype()) || (in[5] && in[5]->dtype() != B.dtype()))
+    return invalid_argument(ctx.where() + "zero points must have the types of a and b");
+  const DataType yt = in[7] ? in[7]->dtype() : DataType::kUInt8;
+  if (!eight_bit(yt)) return unsupported(ctx.where() + "y_zero_point must be int8 or uint8, got " + dtype_name(yt));
+  Shape out = batch;
+  out.push_back(M);
+  out.push_back(N);
+  BH_ASSIGN_OR_RETURN(Tensor y, ctx.allocate_output(0, yt, out));
+  const int64_t nb = shape_numel(batch);
+  int32_t lo = 0, hi = 0;
+  int_range(yt, &lo, &hi);
+  const float ys = float_at(*in[6], 0);
+  const int32_t yz = in[7] ? int_at(*in[7], 0) : 0;
+  for (int64_t bi = 0; bi < nb; ++bi) {
+    // The offsets of this batch element in A and B (broadcast dimensions repeat).
+    int64_t ao = 0, bo = 0, rem = bi, sa = 1, sb = 1;
+    for (int i = r - 3; i >= 0; --i) {
+      const int64_t idx = rem % batch[i];
+      rem /= batch[i];
+      const int ia = i - (r - A.rank()), ib = i - (r - B.rank());
+      if (ia >= 0) {
+        if (A.dim(ia) != 1) ao += idx * sa;
+        sa *= A.dim(ia);
+      }
+      if (ib >= 0) {
+        if (B.dim(ib) != 1) bo += idx * sb;
+        sb *= B.dim(ib);
+      }
+    }
+    ao *= M * K;
+    bo *= K * N;
+    for (int64_t m = 0; m < M; ++m) {
+      const int64_t am = in[1]->numel() == 1 ? 0 : m;
+      const int32_t za = in[2] ? int_at(*in[2], am) : 0;
+      for (int64_t n = 0; n < N; ++n) {
+        const int64_t bn = in[4]->numel() == 1 ? 0 : n;
+        const int32_t zb = in[5] ? int_at(*in[5], bn) : 0;
+        int64_t acc = 0;
+        for (int64_t k = 0; k < K; ++k) acc += int64_t{int_at(A, ao + m * K + k) - za} * (int_at(B, bo + k * N + n) - zb);
+        const float mult = float_at(*in[1], am) * float_at(*in[4], bn) / ys;
+        const double v = std::nearbyint(static_cast<double>(static_cast<float>(acc) * mult)) + yz;
+        const int32_t q = static_cast<int32_t>(std::clamp(v, static_cast<double>(lo), static_cast<double>(hi)));
+        static_cast<uint8_t*>(y.raw())[(bi * M + m) * N + n] = static_cast<uint8_t>(q);
+      }
+    }
+  }
+  return Status::ok();
+}
+
 }  // namespace
 
 void register_quantize_kernels(KernelTable& t) {
@@ -313,6 +404,9 @@ void register_quantize_kernels(KernelTable& t) {
       return unsupported(info.where() + "cannot dequantise to output_dtype " + dtype_name(a.output_dtype) +
                          " (float32, float16 or bfloat16)");
     return make_kernel([a](KernelContext& ctx) { return dequantize_compute(ctx, a); });
+  });
+  t.add("QLinearMatMul", 10, [](const KernelInfo&) -> Result<std::unique_ptr<Kernel>> {
+    return make_kernel(qlinear_matmul_compute);
   });
   t.add("DynamicQuantizeLinear", 11, [](const KernelInfo&) -> Result<std::unique_ptr<Kernel>> {
     return make_kernel(dynamic_quantize_compute);
