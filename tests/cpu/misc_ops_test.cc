@@ -1,4 +1,4 @@
-// CumProd, Det, the window functions, MelWeightMatrix, StringSplit, TfIdfVectorizer, BitCast, NonMaxSuppression, CenterCropPad and
+// CumProd, Det, the window functions, MelWeightMatrix, StringSplit, RegexFullMatch, TfIdfVectorizer, LabelEncoder, DeformConv, BitCast, NonMaxSuppression, CenterCropPad and
 // MaxUnpool, NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss, Unique, Col2Im, AffineGrid, GridSample, TensorScatter, StringConcat, Binarizer, ArrayFeatureExtractor and MatMulInteger on the CPU: what the conformance cases do
 // not cover — the refusals at session creation, each naming node, operator and the
 // unsupported thing, and edge cases (a singular matrix, an empty window).
@@ -278,6 +278,41 @@ g (string[3] x) => (string[3,N] y, int64[3] z) { y, z = StringSplit <maxsplit = 
   EXPECT_EQ(z[0], 2);
   EXPECT_EQ(z[1], 0);
   EXPECT_EQ(z[2], 1);
+}
+
+TEST(MiscOps, RegexLabelEncoderAndDeformConvRefusals) {
+  expect_refused(R"(<ir_version: 8, opset_import: ["" : 20]>
+g (string[2] x) => (bool[2] y) { y = RegexFullMatch <pattern = "(a"> (x) })",
+                 "node 'RegexFullMatch_0' (RegexFullMatch): pattern '(a' is not a valid RE2 expression: missing )");
+  expect_refused(R"(<ir_version: 8, opset_import: ["" : 20, "ai.onnx.ml" : 4]>
+g (string[2] x) => (int64[2] y) { y = ai.onnx.ml.LabelEncoder <keys_strings = ["a", "b"]> (x) })",
+                 "(ai.onnx.ml.LabelEncoder): needs keys (keys_floats, keys_int64s, keys_strings or keys_tensor) and values");
+  expect_refused(R"(<ir_version: 8, opset_import: ["" : 20, "ai.onnx.ml" : 4]>
+g (string[2] x) => (int64[2] y) { y = ai.onnx.ml.LabelEncoder <keys_strings = ["a", "b"], values_int64s = [1]> (x) })",
+                 "has 2 keys and 1 values");
+  Env env;
+  auto s = load(env, R"(<ir_version: 8, opset_import: ["" : 22]>
+g (float[1,1,2,2,2] x, float[1,1,1,1,1] w, float[1,3,2,2,2] o) => (float[1,1,2,2,2] y) { y = DeformConv(x, w, o) })");
+  ASSERT_TRUE(s.is_ok()) << s.status().to_string();
+  auto r = s->run({{"x", Tensor::host(DataType::kFloat32, {1, 1, 2, 2, 2})}, {"w", Tensor::host(DataType::kFloat32, {1, 1, 1, 1, 1})},
+                   {"o", Tensor::host(DataType::kFloat32, {1, 3, 2, 2, 2})}});
+  ASSERT_FALSE(r.is_ok());
+  EXPECT_NE(r.status().message().find("node 'DeformConv_0' (DeformConv): only 2-D deformable convolution is supported"),
+            std::string::npos)
+      << r.status().to_string();
+}
+
+TEST(MiscOps, LabelEncoderMatchesFloatKeysByValueAndUsesTheDefault) {
+  Env env;
+  auto s = load(env, R"(<ir_version: 8, opset_import: ["" : 20, "ai.onnx.ml" : 2]>
+g (float[3] x) => (string[3] y) { y = ai.onnx.ml.LabelEncoder <keys_floats = [1.5, 0.0], values_strings = ["one", "zero"], default_string = "?"> (x) })");
+  ASSERT_TRUE(s.is_ok()) << s.status().to_string();
+  auto r = s->run({{"x", Tensor::from_vector<float>(DataType::kFloat32, {3}, {1.5f, 2.0f, -0.0f})}});
+  ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+  const Tensor& y = (*r)[0].second;
+  EXPECT_EQ(y.strings()[0], "one");
+  EXPECT_EQ(y.strings()[1], "?");
+  EXPECT_EQ(y.strings()[2], "zero");  // -0.0 == 0.0
 }
 
 }  // namespace

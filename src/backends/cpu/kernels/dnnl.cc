@@ -1193,6 +1193,78 @@ Status qlinear_conv_compute(KernelContext& ctx, const ConvAttrs& a) {
   return Status::ok();
 }
 
+// ---------------------------------------------------------------------------------------
+// DeformConv (opset 19), 2-D: each kernel tap samples X bilinearly at its place moved by
+// `offset` ([N, offset_group * 2 * kH * kW, oH, oW], dy then dx), scaled by `mask` where
+// given; samples outside X are 0 (as torchvision's deform_conv2d).
+
+float bilinear_at(const float* img, int64_t H, int64_t W, double y, double x) {
+  if (y <= -1 || y >= static_cast<double>(H) || x <= -1 || x >= static_cast<double>(W)) return 0.0f;
+  const int64_t y0 = static_cast<int64_t>(std::floor(y)), x0 = static_cast<int64_t>(std::floor(x));
+  const double ly = y - static_cast<double>(y0), lx = x - static_cast<double>(x0);
+  auto px = [&](int64_t yy, int64_t xx) -> double { return yy >= 0 && yy < H && xx >= 0 && xx < W ? img[yy * W + xx] : 0.0; };
+  return static_cast<float>((1 - ly) * (1 - lx) * px(y0, x0) + (1 - ly) * lx * px(y0, x0 + 1) + ly * (1 - lx) * px(y0 + 1, x0) +
+                            ly * lx * px(y0 + 1, x0 + 1));
+}
+
+Status deform_conv_compute(KernelContext& ctx, const ConvAttrs& a, int64_t offset_group) {
+  const Tensor* x = ctx.input(0);
+  const Tensor* w = ctx.input(1);
+  const Tensor* off = ctx.input(2);
+  const Tensor* b = ctx.num_inputs() > 3 ? ctx.input(3) : nullptr;
+  const Tensor* mask = ctx.num_inputs() > 4 ? ctx.input(4) : nullptr;
+  if (!x || !w || !off) return invalid_argument(ctx.where() + "needs X, W and offset");
+  for (const Tensor* t : {x, w, off, b, mask})
+    if (t && t->dtype() != DataType::kFloat32) return unsupported(ctx.where() + "takes float32 tensors, got " + t->describe());
+  if (x->rank() != 4 || w->rank() != 4)
+    return unsupported(ctx.where() + "only 2-D deformable convolution is supported, got X " + x->describe() + " and W " + w->describe());
+  Geometry g;
+  BH_RETURN_IF_ERROR(resolve_geometry(a, false, x->shape(), w->shape(), ctx.where(), &g));
+  const int64_t N = x->dim(0), C = x->dim(1), H = x->dim(2), Wd = x->dim(3), M = w->dim(0), kH = w->dim(2), kW = w->dim(3);
+  const int64_t G = a.group, K = kH * kW, oH = g.out[0], oW = g.out[1];
+  if (C != w->dim(1) * G || M % G != 0 || offset_group < 1 || C % offset_group != 0)
+    return invalid_argument(ctx.where() + "W " + w->describe() + " does not fit X " + x->describe() + " with group " + std::to_string(G) +
+                            " and offset_group " + std::to_string(offset_group));
+  if (off->shape() != Shape{N, offset_group * 2 * K, oH, oW})
+    return invalid_argument(ctx.where() + "offset must have shape " + shape_to_string({N, offset_group * 2 * K, oH, oW}) + ", got " +
+                            off->describe());
+  if (mask && mask->numel() && mask->shape() != Shape{N, offset_group * K, oH, oW})
+    return invalid_argument(ctx.where() + "mask must have shape " + shape_to_string({N, offset_group * K, oH, oW}) + ", got " +
+                            mask->describe());
+  if (b && b->numel() && b->numel() != M) return invalid_argument(ctx.where() + "B must have " + std::to_string(M) + " values");
+  BH_ASSIGN_OR_RETURN(Tensor y, ctx.allocate_output(0, DataType::kFloat32, {N, M, oH, oW}));
+  const float *xp = x->data<float>(), *wp = w->data<float>(), *op = off->data<float>();
+  const float* mp = mask && mask->numel() ? mask->data<float>() : nullptr;
+  const float* bp = b && b->numel() ? b->data<float>() : nullptr;
+  float* yp = y.data<float>();
+  const int64_t Cg = C / G, Mg = M / G, Co = C / offset_group;
+  parallel_for(ctx.threads(), N * M, 1, [&](int64_t b0, int64_t e0) {
+    for (int64_t nm = b0; nm < e0; ++nm) {
+      const int64_t n = nm / M, m = nm % M, grp = m / Mg;
+      for (int64_t oh = 0; oh < oH; ++oh)
+        for (int64_t ow = 0; ow < oW; ++ow) {
+          double acc = bp ? bp[m] : 0.0;
+          for (int64_t c = 0; c < Cg; ++c) {
+            const int64_t ic = grp * Cg + c, og = ic / Co;
+            const float* img = xp + (n * C + ic) * H * Wd;
+            for (int64_t kh = 0; kh < kH; ++kh)
+              for (int64_t kw = 0; kw < kW; ++kw) {
+                const int64_t k = kh * kW + kw;
+                const int64_t oi = ((n * offset_group + og) * 2 * K + 2 * k) * oH * oW + oh * oW + ow;
+                const double sy = static_cast<double>(oh * g.s[0] - g.pb[0] + kh * g.d[0]) + op[oi];
+                const double sx = static_cast<double>(ow * g.s[1] - g.pb[1] + kw * g.d[1]) + op[oi + oH * oW];
+                double v = bilinear_at(img, H, Wd, sy, sx);
+                if (mp) v *= mp[((n * offset_group + og) * K + k) * oH * oW + oh * oW + ow];
+                acc += v * wp[((m * Cg + c) * kH + kh) * kW + kw];
+              }
+          }
+          yp[(nm * oH + oh) * oW + ow] = static_cast<float>(acc);
+        }
+    }
+  });
+  return Status::ok();
+}
+
 Result<std::unique_ptr<Kernel>> make_int_conv(const KernelInfo& info, bool qlinear) {
   ConvAttrs a = parse_conv_attrs(info.node);
   BH_RETURN_IF_ERROR(check_conv_attrs(a, info.where()));
@@ -1207,6 +1279,13 @@ void register_dnnl_kernels(KernelTable& t) {
   t.add("ConvTranspose", 1, [](const KernelInfo& info) { return make_conv(info, true); });
   t.add("ConvInteger", 10, [](const KernelInfo& info) { return make_int_conv(info, false); });
   t.add("QLinearConv", 10, [](const KernelInfo& info) { return make_int_conv(info, true); });
+  t.add("DeformConv", 19, [](const KernelInfo& info) -> Result<std::unique_ptr<Kernel>> {
+    ConvAttrs a = parse_conv_attrs(info.node);
+    BH_RETURN_IF_ERROR(check_conv_attrs(a, info.where()));
+    const int64_t og = info.node.attr_int("offset_group", 1);
+    if (og < 1 || og > kMaxGeometry) return invalid_argument(info.where() + "offset_group must be >= 1, got " + std::to_string(og));
+    return make_kernel([a, og](KernelContext& ctx) { return deform_conv_compute(ctx, a, og); });
+  });
   register_dnnl_pool_kernels(t);
   register_dnnl_gemm_kernels(t);
   register_dnnl_layout_kernels(t);

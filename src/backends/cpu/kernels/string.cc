@@ -1,9 +1,11 @@
-// Text operators: StringNormalizer, StringConcat, StringSplit, TfIdfVectorizer.
+// Text operators: StringNormalizer, StringConcat, StringSplit, RegexFullMatch (RE2), TfIdfVectorizer.
 #include <algorithm>
 #include <cctype>
 #include <map>
 #include <unordered_map>
 #include <unordered_set>
+
+#include <re2/re2.h>
 
 #include "backends/cpu/cpu_kernels.h"
 #include "backends/cpu/cpu_util.h"
@@ -236,6 +238,24 @@ Result<std::unique_ptr<Kernel>> make_tfidf(const KernelInfo& info) {
   });
 }
 
+// RegexFullMatch (opset 20): whether each string matches `pattern` as a whole, with RE2's
+// syntax (which ONNX names); the pattern is compiled once, at session creation.
+Result<std::unique_ptr<Kernel>> make_regex_full_match(const KernelInfo& info) {
+  const ir::Attribute* a = info.node.attr("pattern");
+  if (!a || a->type != ir::AttrType::kString) return invalid_model(info.where() + "needs a string attribute 'pattern'");
+  RE2::Options opt;
+  opt.set_log_errors(false);
+  auto re = std::make_shared<RE2>(a->s, opt);
+  if (!re->ok()) return invalid_argument(info.where() + "pattern '" + a->s + "' is not a valid RE2 expression: " + re->error());
+  return make_kernel([re](KernelContext& ctx) -> Status {
+    const Tensor* x = ctx.input(0);
+    if (!x || x->dtype() != DataType::kString) return invalid_argument(ctx.where() + "input must be a string tensor");
+    BH_ASSIGN_OR_RETURN(Tensor y, ctx.allocate_output(0, DataType::kBool, x->shape()));
+    for (int64_t i = 0; i < x->numel(); ++i) y.data<uint8_t>()[i] = RE2::FullMatch(x->strings()[i], *re) ? 1 : 0;
+    return Status::ok();
+  });
+}
+
 }  // namespace
 
 void register_string_kernels(KernelTable& t) {
@@ -249,6 +269,7 @@ void register_string_kernels(KernelTable& t) {
     return make_kernel([delim, maxsplit](KernelContext& ctx) { return string_split(ctx, delim, maxsplit); });
   });
   t.add("TfIdfVectorizer", 9, make_tfidf);
+  t.add("RegexFullMatch", 20, make_regex_full_match);
 }
 
 }  // namespace bulkhead::cpu
