@@ -1,5 +1,6 @@
 // The small floats (float8 x5, float4e2m1), the sub-byte integers and the kernels that use
-// them — Cast, QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear — beyond what the
+// them — Cast, QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear, the integer
+// convolutions and matrix products — and ai.onnx.ml TreeEnsemble, beyond what the
 // conformance cases check: every code of every format, the rounding edges, packing in
 // model files, and the refusals at session creation.
 #include <gtest/gtest.h>
@@ -280,6 +281,64 @@ g (uint8[2,3] a, float sa, uint8 za, uint8[3,2] b, float[3] sb, uint8[3] zb, flo
                    {"zb", Tensor::host(DataType::kUInt8, {3})}, {"sy", sa}, {"zy", one(DataType::kUInt8)}});
   ASSERT_FALSE(q.is_ok());
   EXPECT_NE(q.status().message().find("b's scale must hold one value or 2, got float32[3]"), std::string::npos) << q.status().to_string();
+}
+
+onnx::AttributeProto ints_attr(const char* name, const std::vector<int64_t>& v) {
+  onnx::AttributeProto a;
+  a.set_name(name);
+  a.set_type(onnx::AttributeProto::INTS);
+  for (int64_t x : v) a.add_ints(x);
+  return a;
+}
+
+onnx::AttributeProto tensor_attr(const char* name, int dtype, const std::string& raw, int64_t n) {
+  onnx::AttributeProto a;
+  a.set_name(name);
+  a.set_type(onnx::AttributeProto::TENSOR);
+  a.mutable_t()->set_data_type(dtype);
+  a.mutable_t()->add_dims(n);
+  a.mutable_t()->set_raw_data(raw);
+  return a;
+}
+
+// A two-node tree whose nodes point at each other: refused when the session is created,
+// never a walk without end.
+TEST(TreeEnsemble, RefusesCyclesAndBadModes) {
+  auto model = [](uint8_t mode, std::vector<int64_t> true_nodes) {
+    const float splits[2] = {1.0f, 2.0f}, weights[1] = {3.0f};
+    const uint8_t modes[2] = {mode, 0};
+    onnx::ModelProto m;
+    m.set_ir_version(10);
+    auto* os = m.add_opset_import();
+    os->set_domain("ai.onnx.ml");
+    os->set_version(5);
+    auto* g = m.mutable_graph();
+    g->set_name("g");
+    auto* n = g->add_node();
+    n->set_op_type("TreeEnsemble");
+    n->set_domain("ai.onnx.ml");
+    n->set_name("te");
+    n->add_input("x");
+    n->add_output("y");
+    for (const auto& a : {tensor_attr("nodes_modes", 2, std::string(reinterpret_cast<const char*>(modes), 2), 2),
+                          tensor_attr("nodes_splits", 1, std::string(reinterpret_cast<const char*>(splits), 8), 2),
+                          tensor_attr("leaf_weights", 1, std::string(reinterpret_cast<const char*>(weights), 4), 1),
+                          ints_attr("nodes_featureids", {0, 0}), ints_attr("nodes_truenodeids", true_nodes),
+                          ints_attr("nodes_trueleafs", {0, 0}), ints_attr("nodes_falsenodeids", {0, 0}),
+                          ints_attr("nodes_falseleafs", {1, 1}), ints_attr("leaf_targetids", {0}), ints_attr("tree_roots", {0}),
+                          int_attr("n_targets", 1)})
+      *n->add_attribute() = a;
+    auto io = [](onnx::ValueInfoProto* v, const char* name) {
+      v->set_name(name);
+      v->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
+    };
+    io(g->add_input(), "x");
+    io(g->add_output(), "y");
+    return m.SerializeAsString();
+  };
+  expect_refused(model(0, {1, 0}), "node 'te' (ai.onnx.ml.TreeEnsemble): the nodes reached from root 0 form a cycle");
+  expect_refused(model(9, {1, 0}), "node 'te' (ai.onnx.ml.TreeEnsemble): node 0 has mode 9 (0-6)");
+  expect_refused(model(0, {1, 5}), "node 'te' (ai.onnx.ml.TreeEnsemble): node 1 points to node 5, which does not exist");
 }
 
 }  // namespace
