@@ -11,8 +11,8 @@ packages=(
   # without recommends).
   libdnnl-dev ocl-icd-opencl-dev
   nlohmann-json3-dev libcli11-dev libfmt-dev
-  # RegexFullMatch's regular expressions.
-  libre2-dev
+  # RegexFullMatch's regular expressions; DFT's and STFT's transforms.
+  libre2-dev libfftw3-dev
   googletest libgtest-dev libgmock-dev libbenchmark-dev
   libvulkan-dev glslc mesa-vulkan-drivers vulkan-validationlayers
   # The OpenCL backend plugin (src/backends/opencl) and its tests: PoCL, an OpenCL

@@ -315,5 +315,35 @@ g (float[3] x) => (string[3] y) { y = ai.onnx.ml.LabelEncoder <keys_floats = [1.
   EXPECT_EQ(y.strings()[2], "zero");  // -0.0 == 0.0
 }
 
+TEST(MiscOps, DftAndStftRefuseBadArguments) {
+  expect_refused(R"(<ir_version: 8, opset_import: ["" : 20]>
+g (float[1,8,1] x) => (float[1,8,2] y) { y = DFT <inverse = 2> (x) })",
+                 "node 'DFT_0' (DFT): inverse and onesided must be 0 or 1");
+  Env env;
+  auto s = load(env, R"(<ir_version: 8, opset_import: ["" : 20]>
+g (float[1,L,C] x, int64 n) => (float[1,N,2] y) { y = DFT(x, n) })");
+  ASSERT_TRUE(s.is_ok()) << s.status().to_string();
+  auto bad = s->run({{"x", Tensor::host(DataType::kFloat32, {1, 8, 3})}, {"n", Tensor::from_vector<int64_t>(DataType::kInt64, {}, {8})}});
+  ASSERT_FALSE(bad.is_ok());
+  EXPECT_NE(bad.status().message().find("input must be [..., signal, 1] (real) or [..., signal, 2] (complex), got float32[1,8,3]"),
+            std::string::npos) << bad.status().to_string();
+  auto zero = s->run({{"x", Tensor::host(DataType::kFloat32, {1, 8, 1})}, {"n", Tensor::from_vector<int64_t>(DataType::kInt64, {}, {0})}});
+  ASSERT_FALSE(zero.is_ok());
+  EXPECT_NE(zero.status().message().find("dft_length must be between 1 and 2^30, got 0"), std::string::npos) << zero.status().to_string();
+  // A transform of a length FFTW factors badly (a prime) still gives the plain sum.
+  Tensor x = Tensor::from_vector<float>(DataType::kFloat32, {1, 7, 1}, {1, 2, 3, 4, 5, 6, 7});
+  auto r = s->run({{"x", x}, {"n", Tensor::from_vector<int64_t>(DataType::kInt64, {}, {7})}});
+  ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+  EXPECT_FLOAT_EQ((*r)[0].second.data<float>()[0], 28.0f);
+  auto st = load(env, R"(<ir_version: 8, opset_import: ["" : 17]>
+g (float[1,16,1] x, int64 step, int64 len) => (float[1,F,B,2] y) { y = STFT(x, step, , len) })");
+  ASSERT_TRUE(st.is_ok()) << st.status().to_string();
+  auto longer = st->run({{"x", Tensor::host(DataType::kFloat32, {1, 16, 1})}, {"step", Tensor::from_vector<int64_t>(DataType::kInt64, {}, {4})},
+                         {"len", Tensor::from_vector<int64_t>(DataType::kInt64, {}, {32})}});
+  ASSERT_FALSE(longer.is_ok());
+  EXPECT_NE(longer.status().message().find("frame_length 32 is longer than the signal (16)"), std::string::npos)
+      << longer.status().to_string();
+}
+
 }  // namespace
 }  // namespace bulkhead::test
