@@ -5,7 +5,7 @@
 # usage: scripts/fuzz.sh [-t SECONDS] [-j JOBS] [HARNESS...]
 #   -t SECONDS  how long each harness runs (default 60)
 #   -j JOBS     libFuzzer worker processes per harness (default 1)
-#   HARNESS     import, npy, protocol, options, model (default: all five)
+#   HARNESS     import, npy, protocol, options, model, image (default: all six)
 #
 # Corpora grow in build-fuzz/corpus/<harness>/ across runs; a crash, leak, timeout or
 # out-of-memory input is saved in build-fuzz/crashes/<harness>/ and the script exits 1.
@@ -25,9 +25,9 @@ while getopts "t:j:h" opt; do
 done
 shift $((OPTIND - 1))
 harnesses=("$@")
-[ ${#harnesses[@]} -gt 0 ] || harnesses=(import npy protocol options model)
+[ ${#harnesses[@]} -gt 0 ] || harnesses=(import npy protocol options model image)
 for h in "${harnesses[@]}"; do
-  case $h in import|npy|protocol|options|model) ;; *) echo "fuzz: unknown harness '$h' (import, npy, protocol, options, model)" >&2; exit 2 ;; esac
+  case $h in import|npy|protocol|options|model|image) ;; *) echo "fuzz: unknown harness '$h' (import, npy, protocol, options, model, image)" >&2; exit 2 ;; esac
 done
 [[ $seconds =~ ^[0-9]+$ ]] && [ "$seconds" -gt 0 ] || { echo "fuzz: -t wants a number of seconds, got '$seconds'" >&2; exit 2; }
 
@@ -42,7 +42,7 @@ cmake --build $build -j "$(nproc)" --target fuzzers
 # Seed corpora, from ../shared (and, for the protocol, from the harness itself).
 seeds=$build/seeds
 rm -rf "$seeds"
-mkdir -p "$seeds"/{import,npy,protocol,options,model}
+mkdir -p "$seeds"/{import,npy,protocol,options,model,image}
 n=0
 while IFS= read -r -d '' f; do
   [ "$(stat -c %s "$f")" -le 65536 ] || continue
@@ -51,6 +51,17 @@ while IFS= read -r -d '' f; do
 done < <(find "$shared/onnx-backend-data" -name '*.onnx' -print0 | sort -z)
 cp "$seeds"/import/* "$seeds/model/"
 find "$shared/models" -name '*.npy' -size -1024k -exec cp -t "$seeds/npy" {} +
+# The ImageDecoder cases' encoded images (one of each format), out of their TensorProtos.
+/usr/bin/python3 - "$shared/onnx-backend-data/node" "$seeds/image" <<'PY'
+import glob, os, sys
+from onnx import TensorProto, numpy_helper
+for d in sorted(glob.glob(os.path.join(sys.argv[1], "test_image_decoder_*"))):
+    t = TensorProto()
+    with open(os.path.join(d, "test_data_set_0", "input_0.pb"), "rb") as f:
+        t.ParseFromString(f.read())
+    with open(os.path.join(sys.argv[2], os.path.basename(d)), "wb") as f:
+        f.write(numpy_helper.to_array(t).tobytes())
+PY
 i=0
 for o in "devices=cpu;threads=2" "devices=vulkan:0,cpu;submit_policy=auto:8M" "graph_capture=0;optimization_level=1" \
          "isolation=process;worker_timeout_ms=5000" "max_file_bytes=64G;max_tensor_bytes=512M" "run_timeout_ms=250;max_loop_iterations=100" \
@@ -70,6 +81,7 @@ for h in "${harnesses[@]}"; do
   case $h in
     import|model) args+=(-max_len=65536) ;;
     npy) args+=(-max_len=1048576) ;;
+    image) args+=(-max_len=65536) ;;
     protocol) args+=(-max_len=16384) ;;
     options) args+=(-max_len=256) ;;
   esac

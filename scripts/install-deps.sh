@@ -11,8 +11,10 @@ packages=(
   # without recommends).
   libdnnl-dev ocl-icd-opencl-dev
   nlohmann-json3-dev libcli11-dev libfmt-dev
-  # RegexFullMatch's regular expressions; DFT's and STFT's transforms.
+  # RegexFullMatch's regular expressions; DFT's and STFT's transforms; ImageDecoder's
+  # decoders.
   libre2-dev libfftw3-dev
+  libjpeg62-turbo-dev libpng-dev libtiff-dev libwebp-dev libopenjp2-7-dev
   googletest libgtest-dev libgmock-dev libbenchmark-dev
   libvulkan-dev glslc mesa-vulkan-drivers vulkan-validationlayers
   # The OpenCL backend plugin (src/backends/opencl) and its tests: PoCL, an OpenCL

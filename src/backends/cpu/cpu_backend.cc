@@ -76,6 +76,7 @@ class CpuBackend final : public Backend {
     cpu::register_misc_kernels(*t);
     cpu::register_quantize_kernels(*t);
     cpu::register_signal_kernels(*t);
+    cpu::register_image_kernels(*t);
     cpu::register_ml_kernels(*t);
     cpu::register_string_kernels(*t);
     kernels_ = std::move(t);

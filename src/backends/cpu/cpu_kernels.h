@@ -16,6 +16,7 @@ void register_recurrent_kernels(KernelTable& t);      // LSTM, GRU, RNN
 void register_misc_kernels(KernelTable& t);           // TopK, CumSum, Einsum, Attention, ...
 void register_quantize_kernels(KernelTable& t);       // QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear
 void register_signal_kernels(KernelTable& t);         // DFT, STFT (FFTW)
+void register_image_kernels(KernelTable& t);          // ImageDecoder (libjpeg, libpng, libtiff, libwebp, OpenJPEG)
 void register_ml_kernels(KernelTable& t);             // ai.onnx.ml LabelEncoder
 void register_string_kernels(KernelTable& t);         // StringNormalizer
 
