@@ -563,6 +563,23 @@ Status rule_attention(Ctx& c) {
   return Status::ok();
 }
 
+// LinearAttention (opset 27): query [B, T, Hq*dk], value [B, T, Hkv*dv] -> output
+// [B, T, Hq*dv] of query's type, present_state [B, Hkv, dk, dv] of past_state's type
+// (query's without past_state).
+Status rule_linear_attention(Ctx& c) {
+  c.set_type(0, c.in_type(0));
+  c.set_type(1, c.has_input(3) ? c.in_type(3) : c.in_type(0));
+  const int64_t qh = c.node.attr_int("q_num_heads", 0), kvh = c.node.attr_int("kv_num_heads", 0);
+  const Dims* q = c.in_shape(0);
+  const Dims* v = c.in_shape(2);
+  if (qh <= 0 || kvh <= 0 || !q || !v || q->size() != 3 || v->size() != 3) return Status::ok();
+  const Dim dk = (*q)[2].fixed() && (*q)[2].value % qh == 0 ? fixed_dim((*q)[2].value / qh) : Dim{};
+  const Dim dv = (*v)[2].fixed() && (*v)[2].value % kvh == 0 ? fixed_dim((*v)[2].value / kvh) : Dim{};
+  c.set_shape(0, {(*q)[0], (*q)[1], mul_dim(fixed_dim(qh), dv)});
+  c.set_shape(1, {(*q)[0], fixed_dim(kvh), dk, dv});
+  return Status::ok();
+}
+
 // ---------------------------------------------------------------------------------------
 // Quantisation.
 
@@ -799,6 +816,7 @@ void add_nn_rules(RuleTable& t) {
   t["GRU"] = rule_rnn;
   t["RNN"] = rule_rnn;
   t["Attention"] = rule_attention;
+  t["LinearAttention"] = rule_linear_attention;
   t["QuantizeLinear"] = rule_quantize;
   t["DequantizeLinear"] = rule_dequantize;
   t["DynamicQuantizeLinear"] = rule_dynamic_quantize;

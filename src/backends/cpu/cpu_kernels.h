@@ -18,6 +18,7 @@ void register_quantize_kernels(KernelTable& t);       // QuantizeLinear, Dequant
 void register_signal_kernels(KernelTable& t);         // DFT, STFT (FFTW)
 void register_image_kernels(KernelTable& t);          // ImageDecoder (libjpeg, libpng, libtiff, libwebp, OpenJPEG)
 void register_ml_kernels(KernelTable& t);             // ai.onnx.ml LabelEncoder
+void register_sequence_attention_kernels(KernelTable& t);  // LinearAttention, CausalConvWithState, FlexAttention
 void register_string_kernels(KernelTable& t);         // StringNormalizer
 
 }  // namespace bulkhead::cpu

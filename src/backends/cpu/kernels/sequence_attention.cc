@@ -1,0 +1,275 @@
+// Sequence-mixing operators of opset 27 and ai.onnx.preview: LinearAttention (the linear,
+// gated, delta and gated-delta recurrences over a [d_k, d_v] state per key/value head),
+// CausalConvWithState (depthwise causal Conv1d carrying its last k-1 inputs) and
+// FlexAttention (scaled dot-product attention with score_mod / mask_mod / prob_mod
+// subgraphs run over the whole score tensor).
+//
+// Everything computes in float32 (float64 for float64 inputs) and converts float16 and
+// bfloat16 on the way in and out, as the ONNX reference implementations and the ops'
+// function bodies do.
+#include <cmath>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backends/cpu/cpu_kernels.h"
+#include "backends/cpu/cpu_util.h"
+#include "backends/cpu/kernels/cast.h"
+
+namespace bulkhead::cpu {
+namespace {
+
+bool node_has_input(const ir::Node& n, size_t i) { return i < n.inputs.size() && !n.inputs[i].empty(); }
+
+DataType known_input_type(const KernelInfo& info, size_t i) {
+  return i < info.input_types.size() ? info.input_types[i] : DataType::kUndefined;
+}
+
+// The element type a kernel computes in for inputs of type `t`.
+DataType compute_type(DataType t) { return t == DataType::kFloat64 ? DataType::kFloat64 : DataType::kFloat32; }
+
+// Refuses, at session creation, a known non-float type for input `i` (`what`).
+Status require_float_input(const KernelInfo& info, size_t i, const char* what) {
+  DataType t = known_input_type(info, i);
+  if (!node_has_input(info.node, i) || t == DataType::kUndefined || dtype_is_float(t)) return Status::ok();
+  return unsupported(info.where() + info.node.op_type + " takes float16, bfloat16, float32 or float64 tensors, not " +
+                     dtype_name(t) + " (input '" + what + "')");
+}
+
+Result<const Tensor*> required_input(KernelContext& ctx, int i, const char* what) {
+  const Tensor* t = ctx.input(i);
+  if (!t) return invalid_argument(ctx.where() + "missing required input " + std::to_string(i) + " (" + what + ")");
+  if (!t->raw() && t->numel() > 0)
+    return invalid_argument(ctx.where() + "input " + std::to_string(i) + " (" + what + ") is not in host memory");
+  return t;
+}
+
+// An optional input, nullptr when omitted.
+Result<const Tensor*> optional_input(KernelContext& ctx, int i, const char* what) {
+  if (!ctx.has_input(i)) return static_cast<const Tensor*>(nullptr);
+  return required_input(ctx, i, what);
+}
+
+Status require_float(KernelContext& ctx, const Tensor& t, const char* what) {
+  if (dtype_is_float(t.dtype())) return Status::ok();
+  return unsupported(ctx.where() + "takes float16, bfloat16, float32 or float64 tensors, not " + dtype_name(t.dtype()) +
+                     " (input '" + what + "')");
+}
+
+// `x` in element type `ct`: x itself when it has it, a converted host copy otherwise.
+Result<Tensor> in_type(KernelContext& ctx, const Tensor& x, DataType ct) {
+  if (x.dtype() == ct) return x;
+  Tensor t = Tensor::host(ct, x.shape());
+  BH_RETURN_IF_ERROR(ew::convert_into(x, t, ctx.threads(), ctx.where()));
+  return t;
+}
+
+// Output `i` of element type `dt` holding `computed` (any float type, same shape).
+Status store_output(KernelContext& ctx, int i, DataType dt, const Tensor& computed) {
+  BH_ASSIGN_OR_RETURN(Tensor out, ctx.allocate_output(i, dt, computed.shape()));
+  return ew::convert_into(computed, out, ctx.threads(), ctx.where());
+}
+
+std::string dims(std::initializer_list<int64_t> d) {
+  std::string s = "[";
+  for (int64_t v : d) s += (s.size() > 1 ? "," : "") + std::to_string(v);
+  return s + "]";
+}
+
+// =====================================================================================
+// LinearAttention (opset 27)
+// =====================================================================================
+//
+// query [B, T, Hq*dk], key [B, T, Hkv*dk], value [B, T, Hkv*dv]; per (batch, kv head) a
+// state S [dk, dv], from past_state [B, Hkv, dk, dv] or zeros. For each step t:
+//   gated rules:  S *= exp(decay_t)            (decay per head or per key row)
+//   delta rules:  v_t = beta_t * (v_t - S^T (erase_gate_t ⊙ k_t))
+//   all rules:    S += k_t v_t^T ;  o_t = scale * q_t^T S  (q head h reads kv head h / (Hq/Hkv))
+// output [B, T, Hq*dv] in the query's type; present_state S in past_state's type (the
+// query's without past_state).
+
+struct LinearAttentionAttrs {
+  int64_t q_heads = 0, kv_heads = 0;
+  bool gating = true, delta = true;
+  float scale = 0;  // 0: 1/sqrt(dk)
+};
+
+template <typename A>
+void linear_attention_run(const LinearAttentionAttrs& a, int threads, int64_t B, int64_t T, int64_t dk, int64_t dv,
+                          const A* q, const A* k, const A* v, const A* past, const A* decay, bool decay_per_key,
+                          const A* beta, bool beta_per_head, const A* erase, A* y, A* present) {
+  const int64_t Hq = a.q_heads, Hkv = a.kv_heads, G = Hq / Hkv;
+  const A scale = a.scale != 0 ? A(a.scale) : A(1) / std::sqrt(A(dk));
+  parallel_for(threads, B * Hkv, 1, [&](int64_t begin, int64_t end) {
+    std::vector<A> S(static_cast<size_t>(dk * dv)), vt(static_cast<size_t>(dv)), ke(static_cast<size_t>(dk));
+    for (int64_t bh = begin; bh < end; ++bh) {
+      const int64_t b = bh / Hkv, h = bh % Hkv;
+      if (past) std::copy(past + bh * dk * dv, past + (bh + 1) * dk * dv, S.begin());
+      else std::fill(S.begin(), S.end(), A(0));
+      for (int64_t t = 0; t < T; ++t) {
+        const int64_t row = b * T + t;
+        const A* kt = k + row * Hkv * dk + h * dk;
+        const A* vs = v + row * Hkv * dv + h * dv;
+        if (a.gating) {
+          for (int64_t i = 0; i < dk; ++i) {
+            const A g = std::exp(decay_per_key ? decay[row * Hkv * dk + h * dk + i] : decay[row * Hkv + h]);
+            A* s = S.data() + i * dv;
+            for (int64_t m = 0; m < dv; ++m) s[m] *= g;
+          }
+        }
+        if (a.delta) {
+          for (int64_t i = 0; i < dk; ++i) ke[i] = erase ? erase[row * Hkv * dk + h * dk + i] * kt[i] : kt[i];
+          const A bt = beta_per_head ? beta[row * Hkv + h] : beta[row];
+          for (int64_t m = 0; m < dv; ++m) {
+            A r = 0;
+            for (int64_t i = 0; i < dk; ++i) r += S[i * dv + m] * ke[i];
+            vt[m] = bt * (vs[m] - r);
+          }
+        } else {
+          std::copy(vs, vs + dv, vt.begin());
+        }
+        for (int64_t i = 0; i < dk; ++i) {
+          A* s = S.data() + i * dv;
+          for (int64_t m = 0; m < dv; ++m) s[m] += kt[i] * vt[m];
+        }
+        for (int64_t hq = h * G; hq < (h + 1) * G; ++hq) {
+          const A* qt = q + row * Hq * dk + hq * dk;
+          A* yt = y + row * Hq * dv + hq * dv;
+          for (int64_t m = 0; m < dv; ++m) yt[m] = 0;
+          for (int64_t i = 0; i < dk; ++i) {
+            const A* s = S.data() + i * dv;
+            for (int64_t m = 0; m < dv; ++m) yt[m] += qt[i] * s[m];
+          }
+          for (int64_t m = 0; m < dv; ++m) yt[m] *= scale;
+        }
+      }
+      std::copy(S.begin(), S.end(), present + bh * dk * dv);
+    }
+  });
+}
+
+Status linear_attention_compute(KernelContext& ctx, const LinearAttentionAttrs& a) {
+  const std::string w = ctx.where();
+  BH_ASSIGN_OR_RETURN(const Tensor* qp, required_input(ctx, 0, "query"));
+  BH_ASSIGN_OR_RETURN(const Tensor* kp, required_input(ctx, 1, "key"));
+  BH_ASSIGN_OR_RETURN(const Tensor* vp, required_input(ctx, 2, "value"));
+  BH_ASSIGN_OR_RETURN(const Tensor* pp, optional_input(ctx, 3, "past_state"));
+  BH_ASSIGN_OR_RETURN(const Tensor* dp, optional_input(ctx, 4, "decay"));
+  BH_ASSIGN_OR_RETURN(const Tensor* bp, optional_input(ctx, 5, "beta"));
+  BH_ASSIGN_OR_RETURN(const Tensor* ep, optional_input(ctx, 6, "erase_gate"));
+  const Tensor *named[] = {qp, kp, vp, pp, dp, bp, ep};
+  const char* names[] = {"query", "key", "value", "past_state", "decay", "beta", "erase_gate"};
+  for (int i = 0; i < 7; ++i)
+    if (named[i]) BH_RETURN_IF_ERROR(require_float(ctx, *named[i], names[i]));
+  if (kp->dtype() != qp->dtype() || vp->dtype() != qp->dtype())
+    return invalid_argument(w + "query, key and value must have one element type, got " + qp->describe() + ", " +
+                            kp->describe() + " and " + vp->describe());
+  if (qp->rank() != 3 || kp->rank() != 3 || vp->rank() != 3)
+    return invalid_argument(w + "query, key and value must be 3-D [batch, sequence, heads * head_size], got " +
+                            qp->describe() + ", " + kp->describe() + " and " + vp->describe());
+  const int64_t B = qp->dim(0), T = qp->dim(1), Hq = a.q_heads, Hkv = a.kv_heads;
+  if (kp->dim(0) != B || kp->dim(1) != T || vp->dim(0) != B || vp->dim(1) != T)
+    return invalid_argument(w + "key " + kp->describe() + " and value " + vp->describe() +
+                            " do not match the batch and sequence of query " + qp->describe());
+  if (qp->dim(2) % Hq != 0)
+    return invalid_argument(w + "query's last dimension " + std::to_string(qp->dim(2)) + " is not divisible by q_num_heads " +
+                            std::to_string(Hq));
+  if (vp->dim(2) % Hkv != 0)
+    return invalid_argument(w + "value's last dimension " + std::to_string(vp->dim(2)) +
+                            " is not divisible by kv_num_heads " + std::to_string(Hkv));
+  const int64_t dk = qp->dim(2) / Hq, dv = vp->dim(2) / Hkv;
+  if (kp->dim(2) != Hkv * dk)
+    return invalid_argument(w + "key's last dimension " + std::to_string(kp->dim(2)) + " must be kv_num_heads * head_size = " +
+                            std::to_string(Hkv * dk));
+  if (pp && pp->shape() != Shape{B, Hkv, dk, dv})
+    return invalid_argument(w + "past_state must be " + dims({B, Hkv, dk, dv}) + ", got " + pp->describe());
+  auto batch_seq = [&](const Tensor& t) { return t.rank() == 3 && t.dim(0) == B && t.dim(1) == T; };
+  bool decay_per_key = false, beta_per_head = false;
+  if (dp) {
+    if (!batch_seq(*dp) || (dp->dim(2) != Hkv && dp->dim(2) != Hkv * dk))
+      return invalid_argument(w + "decay must be " + dims({B, T, Hkv}) + " or " + dims({B, T, Hkv * dk}) + ", got " +
+                              dp->describe());
+    decay_per_key = dp->dim(2) == Hkv * dk;
+  }
+  if (bp) {
+    if (!batch_seq(*bp) || (bp->dim(2) != Hkv && bp->dim(2) != 1))
+      return invalid_argument(w + "beta must be " + dims({B, T, Hkv}) + " or " + dims({B, T, 1}) + ", got " + bp->describe());
+    beta_per_head = bp->dim(2) == Hkv && Hkv != 1;
+  }
+  if (ep && (!batch_seq(*ep) || ep->dim(2) != Hkv * dk))
+    return invalid_argument(w + "erase_gate must be " + dims({B, T, Hkv * dk}) + ", got " + ep->describe());
+
+  const DataType ct = compute_type(qp->dtype());
+  Tensor y = Tensor::host(ct, Shape{B, T, Hq * dv});
+  Tensor present = Tensor::host(ct, Shape{B, Hkv, dk, dv});
+  BH_ASSIGN_OR_RETURN(Tensor q, in_type(ctx, *qp, ct));
+  BH_ASSIGN_OR_RETURN(Tensor k, in_type(ctx, *kp, ct));
+  BH_ASSIGN_OR_RETURN(Tensor v, in_type(ctx, *vp, ct));
+  Tensor past, decay, beta, erase;
+  if (pp) {
+    BH_ASSIGN_OR_RETURN(past, in_type(ctx, *pp, ct));
+  }
+  if (dp) {
+    BH_ASSIGN_OR_RETURN(decay, in_type(ctx, *dp, ct));
+  }
+  if (bp) {
+    BH_ASSIGN_OR_RETURN(beta, in_type(ctx, *bp, ct));
+  }
+  if (ep) {
+    BH_ASSIGN_OR_RETURN(erase, in_type(ctx, *ep, ct));
+  }
+  auto run = [&](auto tag) {
+    using A = decltype(tag);
+    auto ptr = [](const Tensor& t) { return t.defined() ? t.data<A>() : nullptr; };
+    linear_attention_run<A>(a, ctx.threads(), B, T, dk, dv, q.data<A>(), k.data<A>(), v.data<A>(), ptr(past), ptr(decay),
+                            decay_per_key, ptr(beta), beta_per_head, ptr(erase), y.data<A>(), present.data<A>());
+  };
+  if (ct == DataType::kFloat64) run(double{});
+  else run(float{});
+  BH_RETURN_IF_ERROR(store_output(ctx, 0, qp->dtype(), y));
+  if (ctx.output_wanted(1)) BH_RETURN_IF_ERROR(store_output(ctx, 1, pp ? pp->dtype() : qp->dtype(), present));
+  return Status::ok();
+}
+
+Result<std::unique_ptr<Kernel>> make_linear_attention(const KernelInfo& info) {
+  const ir::Node& n = info.node;
+  LinearAttentionAttrs a;
+  if (!n.has_attr("q_num_heads") || !n.has_attr("kv_num_heads"))
+    return invalid_argument(info.where() + "q_num_heads and kv_num_heads are required");
+  a.q_heads = n.attr_int("q_num_heads", 0);
+  a.kv_heads = n.attr_int("kv_num_heads", 0);
+  if (a.q_heads <= 0 || a.kv_heads <= 0 || a.q_heads % a.kv_heads != 0)
+    return invalid_argument(info.where() + "q_num_heads (" + std::to_string(a.q_heads) +
+                            ") must be a positive multiple of kv_num_heads (" + std::to_string(a.kv_heads) + ")");
+  const std::string rule = n.attr_string("update_rule", "gated_delta");
+  if (rule != "linear" && rule != "gated" && rule != "delta" && rule != "gated_delta")
+    return invalid_argument(info.where() + "update_rule must be linear, gated, delta or gated_delta, got '" + rule + "'");
+  a.gating = rule == "gated" || rule == "gated_delta";
+  a.delta = rule == "delta" || rule == "gated_delta";
+  a.scale = n.attr_float("scale", 0.0f);
+  if (!std::isfinite(a.scale)) return invalid_argument(info.where() + "scale must be finite");
+  // chunk_size is a tuning hint with no effect on the result.
+  const bool has_decay = node_has_input(n, 4), has_beta = node_has_input(n, 5), has_erase = node_has_input(n, 6);
+  if (a.gating != has_decay)
+    return invalid_argument(info.where() + "update_rule '" + rule + "' " + (a.gating ? "requires" : "forbids") +
+                            " the decay input");
+  if (a.delta != has_beta)
+    return invalid_argument(info.where() + "update_rule '" + rule + "' " + (a.delta ? "requires" : "forbids") +
+                            " the beta input");
+  if (has_erase && !a.delta)
+    return invalid_argument(info.where() + "update_rule '" + rule + "' forbids the erase_gate input");
+  if (n.inputs.size() > 7)
+    return invalid_argument(info.where() + "takes at most 7 inputs, got " + std::to_string(n.inputs.size()));
+  const char* names[] = {"query", "key", "value", "past_state", "decay", "beta", "erase_gate"};
+  for (size_t i = 0; i < 7; ++i) BH_RETURN_IF_ERROR(require_float_input(info, i, names[i]));
+  return make_kernel([a](KernelContext& ctx) { return linear_attention_compute(ctx, a); });
+}
+
+}  // namespace
+
+void register_sequence_attention_kernels(KernelTable& t) {
+  t.add("LinearAttention", 27, make_linear_attention);
+}
+
+}  // namespace bulkhead::cpu

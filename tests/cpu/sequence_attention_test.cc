@@ -1,0 +1,96 @@
+// LinearAttention on the CPU: what the conformance cases do not cover — the refusals at
+// session creation, each naming node, operator and the unsupported thing, and edge cases
+// (float64, the erase gate, a float32 state beside float16 activations).
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "bulkhead/bulkhead.hpp"
+#include "support/test_util.h"
+
+namespace bulkhead::test {
+namespace {
+
+Result<Session> load(const Env& env, const std::string& text) { return env.load_bytes(model_text_bytes(text), "m"); }
+
+void expect_refused(const std::string& text, const std::string& part) {
+  Env env;
+  auto s = load(env, text);
+  ASSERT_FALSE(s.is_ok());
+  EXPECT_NE(s.status().message().find(part), std::string::npos) << s.status().to_string();
+}
+
+const char* kOpset27 = R"(<ir_version: 11, opset_import: ["" : 27]>
+)";
+
+TEST(SequenceAttention, LinearAttentionRefusals) {
+  const std::string sig = "g (float[1,2,4] q, float[1,2,4] k, float[1,2,4] v, float[1,2,2] d, float[1,2,2] b) => "
+                          "(float[1,2,4] y, float[1,2,2,2] s) ";
+  expect_refused(kOpset27 + sig + R"({ y, s = LinearAttention <q_num_heads = 2, kv_num_heads = 2, update_rule = "fast"> (q, k, v, , d, b) })",
+                 "node 'LinearAttention_0' (LinearAttention): update_rule must be linear, gated, delta or gated_delta, got 'fast'");
+  expect_refused(kOpset27 + sig + R"({ y, s = LinearAttention <q_num_heads = 2, kv_num_heads = 2, update_rule = "gated"> (q, k, v) })",
+                 "node 'LinearAttention_0' (LinearAttention): update_rule 'gated' requires the decay input");
+  expect_refused(kOpset27 + sig + R"({ y, s = LinearAttention <q_num_heads = 2, kv_num_heads = 2, update_rule = "linear"> (q, k, v, , , b) })",
+                 "node 'LinearAttention_0' (LinearAttention): update_rule 'linear' forbids the beta input");
+  expect_refused(kOpset27 + sig + R"({ y, s = LinearAttention <q_num_heads = 3, kv_num_heads = 2> (q, k, v, , d, b) })",
+                 "node 'LinearAttention_0' (LinearAttention): q_num_heads (3) must be a positive multiple of kv_num_heads (2)");
+  expect_refused(kOpset27 + sig + R"({ y, s = LinearAttention <q_num_heads = 2> (q, k, v, , d, b) })",
+                 "node 'LinearAttention_0' (LinearAttention): q_num_heads and kv_num_heads are required");
+  expect_refused(kOpset27 + std::string(R"(g (int32[1,2,4] q, int32[1,2,4] k, int32[1,2,4] v) => (int32[1,2,4] y, int32[1,2,2,2] s) {
+  y, s = LinearAttention <q_num_heads = 2, kv_num_heads = 2, update_rule = "linear"> (q, k, v) })"),
+                 "node 'LinearAttention_0' (LinearAttention): LinearAttention takes float16, bfloat16, float32 or float64 "
+                 "tensors, not int32 (input 'query')");
+}
+
+TEST(SequenceAttention, LinearAttentionShapeErrorsNameTheTensor) {
+  Env env;
+  auto s = load(env, kOpset27 + std::string(R"(g (float[1,2,4] q, float[1,2,4] k, float[1,2,4] v, float[1,2,3] b) => (float[1,2,4] y, float[1,2,2,2] s) {
+  y, s = LinearAttention <q_num_heads = 2, kv_num_heads = 2, update_rule = "delta"> (q, k, v, , , b) })"));
+  ASSERT_TRUE(s.is_ok()) << s.status().to_string();
+  auto r = s->run({{"q", Tensor::host(DataType::kFloat32, {1, 2, 4})}, {"k", Tensor::host(DataType::kFloat32, {1, 2, 4})},
+                   {"v", Tensor::host(DataType::kFloat32, {1, 2, 4})}, {"b", Tensor::host(DataType::kFloat32, {1, 2, 3})}});
+  ASSERT_FALSE(r.is_ok());
+  EXPECT_NE(r.status().message().find("beta must be [1,2,2] or [1,2,1], got float32[1,2,3]"), std::string::npos)
+      << r.status().to_string();
+}
+
+// The delta rule retrieves with erase_gate ⊙ k (and writes with k), in float64 throughout.
+// One head, dk 2, dv 1, scale 1:
+//   t0: k [1,0], v 2, gate [1,1]:   v' = 2 - 0 = 2,        S = [2,0],  o = [1,0].S = 2
+//   t1: k [1,1], v 3, gate [.5,0]:  v' = 3 - S.[.5,0] = 2, S = [4,2],  o = [0,1].S = 2
+// (without the gate t1 would retrieve S.k = 2, giving S = [3,1] and o = 1).
+TEST(SequenceAttention, LinearAttentionEraseGateInFloat64) {
+  Env env;
+  auto s = load(env, kOpset27 + std::string(R"(g (double[1,2,2] q, double[1,2,2] k, double[1,2,1] v, double[1,2,1] b, double[1,2,2] e) => (double[1,2,1] y, double[1,1,2,1] s) {
+  y, s = LinearAttention <q_num_heads = 1, kv_num_heads = 1, update_rule = "delta", scale = 1.0> (q, k, v, , , b, e) })"));
+  ASSERT_TRUE(s.is_ok()) << s.status().to_string();
+  auto r = s->run({{"q", Tensor::from_vector<double>(DataType::kFloat64, {1, 2, 2}, {1, 0, 0, 1})},
+                   {"k", Tensor::from_vector<double>(DataType::kFloat64, {1, 2, 2}, {1, 0, 1, 1})},
+                   {"v", Tensor::from_vector<double>(DataType::kFloat64, {1, 2, 1}, {2, 3})},
+                   {"b", Tensor::from_vector<double>(DataType::kFloat64, {1, 2, 1}, {1, 1})},
+                   {"e", Tensor::from_vector<double>(DataType::kFloat64, {1, 2, 2}, {1, 1, 0.5, 0})}});
+  ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+  const Tensor& y = (*r)[0].second;
+  const Tensor& st = (*r)[1].second;
+  ASSERT_EQ(y.dtype(), DataType::kFloat64);
+  EXPECT_EQ(std::vector<double>(y.data<double>(), y.data<double>() + 2), (std::vector<double>{2, 2}));
+  EXPECT_EQ(std::vector<double>(st.data<double>(), st.data<double>() + 2), (std::vector<double>{4, 2}));
+}
+
+// present_state keeps past_state's element type (float32) when the activations are float16.
+TEST(SequenceAttention, LinearAttentionStateKeepsItsOwnType) {
+  Env env;
+  auto s = load(env, kOpset27 + std::string(R"(g (float16[1,1,1] q, float16[1,1,1] k, float16[1,1,1] v, float[1,1,1,1] p) => (float16[1,1,1] y, float[1,1,1,1] s) {
+  y, s = LinearAttention <q_num_heads = 1, kv_num_heads = 1, update_rule = "linear"> (q, k, v, p) })"));
+  ASSERT_TRUE(s.is_ok()) << s.status().to_string();
+  Tensor one = Tensor::from_vector<uint16_t>(DataType::kFloat16, {1, 1, 1}, {float_to_half(1.0f)});
+  auto r = s->run({{"q", one}, {"k", one}, {"v", one}, {"p", Tensor::from_vector<float>(DataType::kFloat32, {1, 1, 1, 1}, {0.25f})}});
+  ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+  ASSERT_EQ((*r)[0].second.dtype(), DataType::kFloat16);
+  EXPECT_EQ(half_to_float((*r)[0].second.data<uint16_t>()[0]), 1.25f);
+  ASSERT_EQ((*r)[1].second.dtype(), DataType::kFloat32);
+  EXPECT_EQ((*r)[1].second.data<float>()[0], 1.25f);
+}
+
+}  // namespace
+}  // namespace bulkhead::test
