@@ -580,6 +580,18 @@ Status rule_linear_attention(Ctx& c) {
   return Status::ok();
 }
 
+// CausalConvWithState (opset 27): input [B, C, L], weight [C, 1, K] -> output like the
+// input, present_state [B, C, K-1] of the input's type.
+Status rule_causal_conv_with_state(Ctx& c) {
+  c.same_as_input(0, 0);
+  c.set_type(1, c.in_type(0));
+  const Dims* x = c.in_shape(0);
+  const Dims* w = c.in_shape(1);
+  if (!x || x->size() != 3 || !w || w->size() != 3 || !(*w)[2].fixed() || (*w)[2].value < 1) return Status::ok();
+  c.set_shape(1, {(*x)[0], (*x)[1], fixed_dim((*w)[2].value - 1)});
+  return Status::ok();
+}
+
 // ---------------------------------------------------------------------------------------
 // Quantisation.
 
@@ -817,6 +829,7 @@ void add_nn_rules(RuleTable& t) {
   t["RNN"] = rule_rnn;
   t["Attention"] = rule_attention;
   t["LinearAttention"] = rule_linear_attention;
+  t["CausalConvWithState"] = rule_causal_conv_with_state;
   t["QuantizeLinear"] = rule_quantize;
   t["DequantizeLinear"] = rule_dequantize;
   t["DynamicQuantizeLinear"] = rule_dynamic_quantize;

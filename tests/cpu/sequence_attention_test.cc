@@ -1,6 +1,7 @@
-// LinearAttention on the CPU: what the conformance cases do not cover — the refusals at
-// session creation, each naming node, operator and the unsupported thing, and edge cases
-// (float64, the erase gate, a float32 state beside float16 activations).
+// LinearAttention and CausalConvWithState on the CPU: what the conformance cases do not
+// cover — the refusals at session creation, each naming node, operator and the unsupported
+// thing, and edge cases (float64, the erase gate, a float32 state beside float16
+// activations, an unused present_state).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -90,6 +91,57 @@ TEST(SequenceAttention, LinearAttentionStateKeepsItsOwnType) {
   EXPECT_EQ(half_to_float((*r)[0].second.data<uint16_t>()[0]), 1.25f);
   ASSERT_EQ((*r)[1].second.dtype(), DataType::kFloat32);
   EXPECT_EQ((*r)[1].second.data<float>()[0], 1.25f);
+}
+
+TEST(SequenceAttention, CausalConvWithStateRefusals) {
+  expect_refused(kOpset27 + std::string(R"(g (float[1,2,4] x, float[2,1,3] w) => (float[1,2,4] y, float[1,2,2] s) {
+  y, s = CausalConvWithState <activation = "gelu"> (x, w) })"),
+                 "node 'CausalConvWithState_0' (CausalConvWithState): activation must be none, silu or swish, got 'gelu'");
+  expect_refused(kOpset27 + std::string(R"(g (int64[1,2,4] x, int64[2,1,3] w) => (int64[1,2,4] y, int64[1,2,2] s) {
+  y, s = CausalConvWithState (x, w) })"),
+                 "node 'CausalConvWithState_0' (CausalConvWithState): CausalConvWithState takes float16, bfloat16, float32 or "
+                 "float64 tensors, not int64 (input 'input')");
+  Env env;
+  auto s = load(env, kOpset27 + std::string(R"(g (float[1,2,4] x, float[1,2,3] w) => (float[1,2,4] y, float[1,2,2] s) {
+  y, s = CausalConvWithState (x, w) })"));
+  ASSERT_TRUE(s.is_ok()) << s.status().to_string();
+  auto r = s->run({{"x", Tensor::host(DataType::kFloat32, {1, 2, 4})}, {"w", Tensor::host(DataType::kFloat32, {1, 2, 3})}});
+  ASSERT_FALSE(r.is_ok());
+  EXPECT_NE(r.status().message().find("weight must be [2,1,k] with k >= 1 (one filter per channel), got float32[1,2,3]"),
+            std::string::npos) << r.status().to_string();
+}
+
+// float64 with bias, past_state and SiLU: padded [0.5, 1, 2, 3], weight [2, 1], bias -1
+// -> convolution [1, 3, 6], then x * sigmoid(x); present_state is the last input, 3.
+TEST(SequenceAttention, CausalConvWithStateSiluInFloat64) {
+  Env env;
+  auto s = load(env, kOpset27 + std::string(R"(g (double[1,1,3] x, double[1,1,2] w, double[1] b, double[1,1,1] p) => (double[1,1,3] y, double[1,1,1] s) {
+  y, s = CausalConvWithState <activation = "silu"> (x, w, b, p) })"));
+  ASSERT_TRUE(s.is_ok()) << s.status().to_string();
+  auto r = s->run({{"x", Tensor::from_vector<double>(DataType::kFloat64, {1, 1, 3}, {1, 2, 3})},
+                   {"w", Tensor::from_vector<double>(DataType::kFloat64, {1, 1, 2}, {2, 1})},
+                   {"b", Tensor::from_vector<double>(DataType::kFloat64, {1}, {-1})},
+                   {"p", Tensor::from_vector<double>(DataType::kFloat64, {1, 1, 1}, {0.5})}});
+  ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+  const double* y = (*r)[0].second.data<double>();
+  const double conv[3] = {1, 3, 6};
+  for (int i = 0; i < 3; ++i) EXPECT_DOUBLE_EQ(y[i], conv[i] / (1 + std::exp(-conv[i]))) << i;
+  EXPECT_EQ((*r)[1].second.data<double>()[0], 3.0);
+}
+
+// A model that does not ask for present_state still gets the convolution.
+TEST(SequenceAttention, CausalConvWithStateWithoutPresentState) {
+  Env env;
+  auto s = load(env, kOpset27 + std::string(R"(g (float[1,1,2] x, float[1,1,3] w) => (float[1,1,2] y) {
+  y, = CausalConvWithState (x, w) })"));
+  ASSERT_TRUE(s.is_ok()) << s.status().to_string();
+  auto r = s->run({{"x", Tensor::from_vector<float>(DataType::kFloat32, {1, 1, 2}, {1, 2})},
+                   {"w", Tensor::from_vector<float>(DataType::kFloat32, {1, 1, 3}, {1, 10, 100})}});
+  ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+  ASSERT_EQ(r->size(), 1u);
+  const float* y = (*r)[0].second.data<float>();
+  EXPECT_EQ(y[0], 100.0f);        // [0, 0, 1] . [1, 10, 100]
+  EXPECT_EQ(y[1], 10.0f + 200.0f);  // [0, 1, 2] . [1, 10, 100]
 }
 
 }  // namespace

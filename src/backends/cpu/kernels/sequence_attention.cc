@@ -266,10 +266,125 @@ Result<std::unique_ptr<Kernel>> make_linear_attention(const KernelInfo& info) {
   return make_kernel([a](KernelContext& ctx) { return linear_attention_compute(ctx, a); });
 }
 
+// =====================================================================================
+// CausalConvWithState (opset 27)
+// =====================================================================================
+//
+// input [B, C, L], weight [C, 1, K], bias [C], past_state [B, C, K-1] (zeros when omitted).
+// padded = concat(past_state, input) along the last axis; output = the depthwise valid
+// Conv1d of padded with weight (+ bias), rounded to the input's type, then SiLU when
+// activation is silu or swish; present_state = padded's last K-1 positions.
+
+enum class ConvActivation { kNone, kSilu };
+
+// `v` rounded to element type `dt` and back (the reference rounds the convolution to the
+// input's type before the activation).
+float round_to(DataType dt, float v) {
+  if (dt == DataType::kFloat16) return half_to_float(float_to_half(v));
+  if (dt == DataType::kBFloat16) return bfloat16_to_float(float_to_bfloat16(v));
+  return v;
+}
+double round_to(DataType, double v) { return v; }
+
+template <typename A>
+void causal_conv_run(ConvActivation act, DataType dt, int threads, int64_t B, int64_t C, int64_t L, int64_t K,
+                     const A* x, const A* wt, const A* bias, const A* past, A* y) {
+  parallel_for(threads, B * C, 1, [&](int64_t begin, int64_t end) {
+    std::vector<A> padded(static_cast<size_t>(L + K - 1));
+    for (int64_t bc = begin; bc < end; ++bc) {
+      const int64_t c = bc % C;
+      if (past) std::copy(past + bc * (K - 1), past + (bc + 1) * (K - 1), padded.begin());
+      else std::fill(padded.begin(), padded.begin() + (K - 1), A(0));
+      std::copy(x + bc * L, x + (bc + 1) * L, padded.begin() + (K - 1));
+      const A* wc = wt + c * K;
+      A* yo = y + bc * L;
+      for (int64_t l = 0; l < L; ++l) {
+        A acc = bias ? bias[c] : A(0);
+        for (int64_t j = 0; j < K; ++j) acc += wc[j] * padded[l + j];
+        if (act == ConvActivation::kSilu) {
+          acc = round_to(dt, acc);
+          acc = acc / (A(1) + std::exp(-acc));
+        }
+        yo[l] = acc;
+      }
+    }
+  });
+}
+
+Status causal_conv_compute(KernelContext& ctx, ConvActivation act) {
+  const std::string w = ctx.where();
+  BH_ASSIGN_OR_RETURN(const Tensor* xp, required_input(ctx, 0, "input"));
+  BH_ASSIGN_OR_RETURN(const Tensor* wp, required_input(ctx, 1, "weight"));
+  BH_ASSIGN_OR_RETURN(const Tensor* bp, optional_input(ctx, 2, "bias"));
+  BH_ASSIGN_OR_RETURN(const Tensor* pp, optional_input(ctx, 3, "past_state"));
+  const DataType dt = xp->dtype();
+  BH_RETURN_IF_ERROR(require_float(ctx, *xp, "input"));
+  for (const Tensor* t : {wp, bp, pp})
+    if (t && t->dtype() != dt)
+      return invalid_argument(w + "input, weight, bias and past_state must have one element type, got " + xp->describe() +
+                              " and " + t->describe());
+  if (xp->rank() != 3) return invalid_argument(w + "input must be 3-D [batch, channels, length], got " + xp->describe());
+  const int64_t B = xp->dim(0), C = xp->dim(1), L = xp->dim(2);
+  if (wp->rank() != 3 || wp->dim(0) != C || wp->dim(1) != 1 || wp->dim(2) < 1)
+    return invalid_argument(w + "weight must be [" + std::to_string(C) + ",1,k] with k >= 1 (one filter per channel), got " +
+                            wp->describe());
+  const int64_t K = wp->dim(2);
+  if (bp && bp->shape() != Shape{C}) return invalid_argument(w + "bias must be " + dims({C}) + ", got " + bp->describe());
+  if (pp && pp->shape() != Shape{B, C, K - 1})
+    return invalid_argument(w + "past_state must be " + dims({B, C, K - 1}) + ", got " + pp->describe());
+
+  const DataType ct = compute_type(dt);
+  Tensor y = Tensor::host(ct, Shape{B, C, L});
+  BH_ASSIGN_OR_RETURN(Tensor x, in_type(ctx, *xp, ct));
+  BH_ASSIGN_OR_RETURN(Tensor wt, in_type(ctx, *wp, ct));
+  Tensor bias, past;
+  if (bp) {
+    BH_ASSIGN_OR_RETURN(bias, in_type(ctx, *bp, ct));
+  }
+  if (pp) {
+    BH_ASSIGN_OR_RETURN(past, in_type(ctx, *pp, ct));
+  }
+  auto run = [&](auto tag) {
+    using A = decltype(tag);
+    causal_conv_run<A>(act, dt, ctx.threads(), B, C, L, K, x.data<A>(), wt.data<A>(), bias.defined() ? bias.data<A>() : nullptr,
+                       past.defined() ? past.data<A>() : nullptr, y.data<A>());
+  };
+  if (ct == DataType::kFloat64) run(double{});
+  else run(float{});
+  BH_RETURN_IF_ERROR(store_output(ctx, 0, dt, y));
+  if (!ctx.output_wanted(1)) return Status::ok();
+  // present_state: element copies of padded's tail, in the input's own type.
+  BH_ASSIGN_OR_RETURN(Tensor present, ctx.allocate_output(1, dt, Shape{B, C, K - 1}));
+  const size_t es = dtype_size(dt);
+  char* dst = static_cast<char*>(present.raw());
+  const char* xs = static_cast<const char*>(xp->raw());
+  const char* ps = pp ? static_cast<const char*>(pp->raw()) : nullptr;
+  for (int64_t bc = 0; bc < B * C; ++bc)
+    for (int64_t j = 0; j < K - 1; ++j) {
+      const int64_t n = L + j;  // position in padded
+      char* d = dst + static_cast<size_t>(bc * (K - 1) + j) * es;
+      if (n >= K - 1) std::memcpy(d, xs + static_cast<size_t>(bc * L + n - (K - 1)) * es, es);
+      else if (ps) std::memcpy(d, ps + static_cast<size_t>(bc * (K - 1) + n) * es, es);
+      else std::memset(d, 0, es);
+    }
+  return Status::ok();
+}
+
+Result<std::unique_ptr<Kernel>> make_causal_conv(const KernelInfo& info) {
+  const std::string act = info.node.attr_string("activation", "none");
+  if (act != "none" && act != "silu" && act != "swish")
+    return invalid_argument(info.where() + "activation must be none, silu or swish, got '" + act + "'");
+  const char* names[] = {"input", "weight", "bias", "past_state"};
+  for (size_t i = 0; i < 4; ++i) BH_RETURN_IF_ERROR(require_float_input(info, i, names[i]));
+  const ConvActivation a = act == "none" ? ConvActivation::kNone : ConvActivation::kSilu;
+  return make_kernel([a](KernelContext& ctx) { return causal_conv_compute(ctx, a); });
+}
+
 }  // namespace
 
 void register_sequence_attention_kernels(KernelTable& t) {
   t.add("LinearAttention", 27, make_linear_attention);
+  t.add("CausalConvWithState", 27, make_causal_conv);
 }
 
 }  // namespace bulkhead::cpu
