@@ -592,6 +592,26 @@ Status rule_causal_conv_with_state(Ctx& c) {
   return Status::ok();
 }
 
+// FlexAttention (ai.onnx.preview): Q [B, Hq, L, E], K [B, Hkv, S, E], V [B, Hkv, S, Ev] ->
+// Y [B, Hq, L, Ev] of V's type. score_mod, mask_mod and prob_mod each take the whole
+// [B, Hq, L, S] tensor, float32 (float64 for float64 Q).
+Status rule_flex_attention(Ctx& c) {
+  c.set_type(0, c.in_type(2));
+  const DataType qt = c.in_type(0);
+  const Dims* q = c.in_shape(0);
+  const Dims* k = c.in_shape(1);
+  const Dims* v = c.in_shape(2);
+  ValueInfo scores;
+  scores.dtype = qt == DataType::kUndefined || qt == DataType::kFloat64 ? qt : DataType::kFloat32;
+  if (q && k && q->size() == 4 && k->size() == 4) scores.shape = Dims{(*q)[0], (*q)[1], (*q)[2], (*k)[2]};
+  for (const char* attr : {"score_mod", "mask_mod", "prob_mod"}) {
+    auto r = c.infer_subgraph(attr, {&scores});
+    if (!r.is_ok()) return r.status();
+  }
+  if (q && v && q->size() == 4 && v->size() == 4) c.set_shape(0, {(*q)[0], (*q)[1], (*q)[2], (*v)[3]});
+  return Status::ok();
+}
+
 // ---------------------------------------------------------------------------------------
 // Quantisation.
 
@@ -830,6 +850,7 @@ void add_nn_rules(RuleTable& t) {
   t["Attention"] = rule_attention;
   t["LinearAttention"] = rule_linear_attention;
   t["CausalConvWithState"] = rule_causal_conv_with_state;
+  t["ai.onnx.preview:FlexAttention"] = rule_flex_attention;
   t["QuantizeLinear"] = rule_quantize;
   t["DequantizeLinear"] = rule_dequantize;
   t["DynamicQuantizeLinear"] = rule_dynamic_quantize;

@@ -1,7 +1,8 @@
-// LinearAttention and CausalConvWithState on the CPU: what the conformance cases do not
-// cover — the refusals at session creation, each naming node, operator and the unsupported
-// thing, and edge cases (float64, the erase gate, a float32 state beside float16
-// activations, an unused present_state).
+// LinearAttention, CausalConvWithState and ai.onnx.preview FlexAttention on the CPU: what
+// the conformance cases do not cover — the refusals at session creation, each naming node,
+// operator and the unsupported thing, and edge cases (float64, the erase gate, a float32
+// state beside float16 activations, an unused present_state, mask_mod and a fully masked
+// row, a subgraph that gives the wrong shape).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -142,6 +143,57 @@ TEST(SequenceAttention, CausalConvWithStateWithoutPresentState) {
   const float* y = (*r)[0].second.data<float>();
   EXPECT_EQ(y[0], 100.0f);        // [0, 0, 1] . [1, 10, 100]
   EXPECT_EQ(y[1], 10.0f + 200.0f);  // [0, 1, 2] . [1, 10, 100]
+}
+
+const char* kPreview = R"(<ir_version: 10, opset_import: ["" : 26, "ai.onnx.preview" : 1]>
+)";
+
+TEST(SequenceAttention, FlexAttentionRefusals) {
+  const std::string sig = "g (float16[1,1,2,4] q, float16[1,1,2,4] k, float16[1,1,2,4] v) => (float16[1,1,2,4] y) ";
+  expect_refused(kPreview + sig + "{ y = ai.onnx.preview.FlexAttention <enable_gqa = 1> (q, k, v) }",
+                 "node 'FlexAttention_0' (ai.onnx.preview.FlexAttention): attribute 'enable_gqa' is not supported");
+  expect_refused(kPreview + sig + R"({ y = ai.onnx.preview.FlexAttention <score_mod = m (float s, int64 b, int64 h, int64 i, int64 j) => (float o) { o = Identity(s) }> (q, k, v) })",
+                 "node 'FlexAttention_0' (ai.onnx.preview.FlexAttention): score_mod must take one input (the whole score "
+                 "tensor) and give one output; it takes 5 and gives 1");
+  expect_refused(kPreview + sig + R"({ y = ai.onnx.preview.FlexAttention <prob_mod = m (double[1,1,2,2] p) => (double[1,1,2,2] o) { o = Identity(p) }> (q, k, v) })",
+                 "node 'FlexAttention_0' (ai.onnx.preview.FlexAttention): prob_mod declares float64 input, but takes float32 "
+                 "probabilities for float16 Q and K");
+}
+
+// score_mod, then mask_mod, then Softmax, then prob_mod. Q is zero, so every score is 0;
+// score_mod adds 1, mask_mod keeps only (0, 0): row 0 puts all its mass on key 0, row 1 is
+// masked entirely and gets no mass (zeros, as Softmax does here); prob_mod doubles.
+TEST(SequenceAttention, FlexAttentionMaskModAndAFullyMaskedRow) {
+  Env env;
+  auto s = load(env, kPreview + std::string(R"(g (float[1,1,2,2] q, float[1,1,2,2] k, float[1,1,2,2] v) => (float[1,1,2,2] y) {
+  y = ai.onnx.preview.FlexAttention <
+      score_mod = sm (float[1,1,2,2] s) => (float[1,1,2,2] o) { one = Constant <value = float[1] {1.0}> () o = Add(s, one) },
+      mask_mod = mm (float[1,1,2,2] s) => (float[1,1,2,2] o) {
+        keep = Constant <value = bool[2,2] {1, 0, 0, 0}> ()
+        zero = Constant <value = float[1] {0.0}> ()
+        ninf = Log(zero)
+        o = Where(keep, s, ninf) },
+      prob_mod = pm (float[1,1,2,2] p) => (float[1,1,2,2] o) { two = Constant <value = float[1] {2.0}> () o = Mul(p, two) }>
+    (q, k, v) })"));
+  ASSERT_TRUE(s.is_ok()) << s.status().to_string();
+  Tensor zero = Tensor::from_vector<float>(DataType::kFloat32, {1, 1, 2, 2}, {0, 0, 0, 0});
+  auto r = s->run({{"q", zero}, {"k", zero}, {"v", Tensor::from_vector<float>(DataType::kFloat32, {1, 1, 2, 2}, {1, 2, 3, 4})}});
+  ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+  const float* y = (*r)[0].second.data<float>();
+  EXPECT_EQ(std::vector<float>(y, y + 4), (std::vector<float>{2, 4, 0, 0}));
+}
+
+TEST(SequenceAttention, FlexAttentionNamesASubgraphResultOfTheWrongShape) {
+  Env env;
+  auto s = load(env, kPreview + std::string(R"(g (float[1,1,2,2] q, float[1,1,2,2] k, float[1,1,2,2] v) => (float[1,1,2,2] y) {
+  y = ai.onnx.preview.FlexAttention <score_mod = sm (float[1,1,2,2] s) => (float[2] o) { o = Constant <value = float[2] {1.0, 2.0}> () }>
+    (q, k, v) })"));
+  ASSERT_TRUE(s.is_ok()) << s.status().to_string();
+  Tensor x = Tensor::from_vector<float>(DataType::kFloat32, {1, 1, 2, 2}, {0, 0, 0, 0});
+  auto r = s->run({{"q", x}, {"k", x}, {"v", x}});
+  ASSERT_FALSE(r.is_ok());
+  EXPECT_NE(r.status().message().find("score_mod must give a float tensor of the shape it takes, float32[1,1,2,2], got float32[2]"),
+            std::string::npos) << r.status().to_string();
 }
 
 }  // namespace

@@ -7,8 +7,10 @@
 // Everything computes in float32 (float64 for float64 inputs) and converts float16 and
 // bfloat16 on the way in and out, as the ONNX reference implementations and the ops'
 // function bodies do.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -380,11 +382,196 @@ Result<std::unique_ptr<Kernel>> make_causal_conv(const KernelInfo& info) {
   return make_kernel([a](KernelContext& ctx) { return causal_conv_compute(ctx, a); });
 }
 
+// =====================================================================================
+// FlexAttention (ai.onnx.preview, version 1)
+// =====================================================================================
+//
+// Q [B, Hq, L, E], K [B, Hkv, S, E], V [B, Hkv, S, Ev], Hq a multiple of Hkv (query head h
+// reads kv head h / (Hq/Hkv)):
+//   scores = (Q K^T) * scale                  [B, Hq, L, S], scale 1/sqrt(E) by default
+//   scores = score_mod(scores), then mask_mod(scores)   when given
+//   probs  = Softmax(scores, last axis)       (a row of -inf only: zeros, as Softmax here)
+//   probs  = prob_mod(probs)                  when given
+//   Y      = probs V                          [B, Hq, L, Ev] in V's element type
+// Scores and probabilities are float32 (float64 for float64 Q and K); each subgraph takes
+// the whole tensor as its one input and gives one tensor of the same shape.
+
+const char* const kFlexStages[] = {"score_mod", "mask_mod", "prob_mod"};
+
+struct FlexAttrs {
+  bool has_scale = false;
+  float scale = 1;
+  bool stage[3] = {false, false, false};  // score_mod, mask_mod, prob_mod present
+};
+
+// Runs stage `s` on `x` (element type ct) and returns its result in ct.
+Result<Tensor> run_stage(KernelContext& ctx, int s, const Tensor& x, DataType ct) {
+  const char* name = kFlexStages[s];
+  BH_ASSIGN_OR_RETURN(std::vector<Value> outs, ctx.run_subgraph(name, {Value(x)}));
+  if (outs.size() != 1 || !outs[0].is_tensor())
+    return invalid_argument(ctx.where() + name + " must give one tensor");
+  const Tensor& r = outs[0].tensor;
+  if (!dtype_is_float(r.dtype()) || r.shape() != x.shape())
+    return invalid_argument(ctx.where() + name + " must give a float tensor of the shape it takes, " + x.describe() +
+                            ", got " + r.describe());
+  if (!r.raw() && r.numel() > 0) return invalid_argument(ctx.where() + name + "'s result is not in host memory");
+  return in_type(ctx, r, ct);
+}
+
+template <typename A>
+void flex_scores(int threads, int64_t B, int64_t Hq, int64_t Hkv, int64_t L, int64_t S, int64_t E, A scale, const A* q,
+                 const A* k, A* scores) {
+  const int64_t G = Hq / Hkv;
+  parallel_for(threads, B * Hq, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t bh = begin; bh < end; ++bh) {
+      const int64_t b = bh / Hq, h = bh % Hq;
+      const A* kb = k + (b * Hkv + h / G) * S * E;
+      for (int64_t i = 0; i < L; ++i) {
+        const A* qi = q + (bh * L + i) * E;
+        A* si = scores + (bh * L + i) * S;
+        for (int64_t j = 0; j < S; ++j) {
+          const A* kj = kb + j * E;
+          A acc = 0;
+          for (int64_t e = 0; e < E; ++e) acc += qi[e] * kj[e];
+          si[j] = acc * scale;
+        }
+      }
+    }
+  });
+}
+
+template <typename A>
+void softmax_rows(int threads, int64_t rows, int64_t n, const A* x, A* y) {
+  parallel_for(threads, rows, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      const A* xr = x + r * n;
+      A* yr = y + r * n;
+      A m = -std::numeric_limits<A>::infinity();
+      for (int64_t j = 0; j < n; ++j) m = std::max(m, xr[j]);
+      if (std::isinf(m) && m < 0) {  // every score masked: no probability mass (as Softmax here)
+        std::fill(yr, yr + n, A(0));
+        continue;
+      }
+      A sum = 0;
+      for (int64_t j = 0; j < n; ++j) sum += (yr[j] = std::exp(xr[j] - m));
+      for (int64_t j = 0; j < n; ++j) yr[j] /= sum;
+    }
+  });
+}
+
+template <typename A>
+void flex_output(int threads, int64_t B, int64_t Hq, int64_t Hkv, int64_t L, int64_t S, int64_t Ev, const A* p,
+                 const A* v, A* y) {
+  const int64_t G = Hq / Hkv;
+  parallel_for(threads, B * Hq, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t bh = begin; bh < end; ++bh) {
+      const int64_t b = bh / Hq, h = bh % Hq;
+      const A* vb = v + (b * Hkv + h / G) * S * Ev;
+      for (int64_t i = 0; i < L; ++i) {
+        const A* pi = p + (bh * L + i) * S;
+        A* yi = y + (bh * L + i) * Ev;
+        std::fill(yi, yi + Ev, A(0));
+        for (int64_t j = 0; j < S; ++j) {
+          const A pj = pi[j];
+          const A* vj = vb + j * Ev;
+          for (int64_t e = 0; e < Ev; ++e) yi[e] += pj * vj[e];
+        }
+      }
+    }
+  });
+}
+
+Status flex_attention_compute(KernelContext& ctx, const FlexAttrs& a) {
+  const std::string w = ctx.where();
+  BH_ASSIGN_OR_RETURN(const Tensor* qp, required_input(ctx, 0, "Q"));
+  BH_ASSIGN_OR_RETURN(const Tensor* kp, required_input(ctx, 1, "K"));
+  BH_ASSIGN_OR_RETURN(const Tensor* vp, required_input(ctx, 2, "V"));
+  BH_RETURN_IF_ERROR(require_float(ctx, *qp, "Q"));
+  BH_RETURN_IF_ERROR(require_float(ctx, *vp, "V"));
+  if (kp->dtype() != qp->dtype())
+    return invalid_argument(w + "Q and K must have one element type, got " + qp->describe() + " and " + kp->describe());
+  if (qp->rank() != 4 || kp->rank() != 4 || vp->rank() != 4)
+    return invalid_argument(w + "Q, K and V must be 4-D [batch, heads, sequence, head_size], got " + qp->describe() + ", " +
+                            kp->describe() + " and " + vp->describe());
+  const int64_t B = qp->dim(0), Hq = qp->dim(1), L = qp->dim(2), E = qp->dim(3);
+  const int64_t Hkv = kp->dim(1), S = kp->dim(2), Ev = vp->dim(3);
+  if (kp->dim(0) != B || vp->dim(0) != B || kp->dim(3) != E || vp->dim(1) != Hkv || vp->dim(2) != S)
+    return invalid_argument(w + "K " + kp->describe() + " and V " + vp->describe() + " do not match Q " + qp->describe());
+  if (Hkv <= 0 || Hq % Hkv != 0)
+    return invalid_argument(w + "Q's " + std::to_string(Hq) + " heads are not a multiple of K's " + std::to_string(Hkv));
+  const DataType ct = compute_type(qp->dtype());
+  BH_ASSIGN_OR_RETURN(Tensor q, in_type(ctx, *qp, ct));
+  BH_ASSIGN_OR_RETURN(Tensor k, in_type(ctx, *kp, ct));
+  BH_ASSIGN_OR_RETURN(Tensor v, in_type(ctx, *vp, ct));
+  Tensor scores = Tensor::host(ct, Shape{B, Hq, L, S});
+  const double scale = a.has_scale ? a.scale : 1.0 / std::sqrt(static_cast<double>(E));
+  if (ct == DataType::kFloat64)
+    flex_scores<double>(ctx.threads(), B, Hq, Hkv, L, S, E, scale, q.data<double>(), k.data<double>(), scores.data<double>());
+  else
+    flex_scores<float>(ctx.threads(), B, Hq, Hkv, L, S, E, static_cast<float>(scale), q.data<float>(), k.data<float>(),
+                       scores.data<float>());
+  for (int s = 0; s < 2; ++s) {
+    if (!a.stage[s]) continue;
+    BH_ASSIGN_OR_RETURN(scores, run_stage(ctx, s, scores, ct));
+  }
+  Tensor probs = Tensor::host(ct, scores.shape());
+  if (ct == DataType::kFloat64) softmax_rows<double>(ctx.threads(), B * Hq * L, S, scores.data<double>(), probs.data<double>());
+  else softmax_rows<float>(ctx.threads(), B * Hq * L, S, scores.data<float>(), probs.data<float>());
+  if (a.stage[2]) {
+    BH_ASSIGN_OR_RETURN(probs, run_stage(ctx, 2, probs, ct));
+  }
+  Tensor y = Tensor::host(ct, Shape{B, Hq, L, Ev});
+  if (ct == DataType::kFloat64)
+    flex_output<double>(ctx.threads(), B, Hq, Hkv, L, S, Ev, probs.data<double>(), v.data<double>(), y.data<double>());
+  else
+    flex_output<float>(ctx.threads(), B, Hq, Hkv, L, S, Ev, probs.data<float>(), v.data<float>(), y.data<float>());
+  return store_output(ctx, 0, vp->dtype(), y);
+}
+
+Result<std::unique_ptr<Kernel>> make_flex_attention(const KernelInfo& info) {
+  const ir::Node& n = info.node;
+  FlexAttrs a;
+  for (const auto& [name, attr] : n.attrs) {
+    bool known = name == "scale";
+    for (const char* s : kFlexStages) known = known || name == s;
+    if (!known) return unsupported(info.where() + "attribute '" + name + "' is not supported");
+  }
+  if (const ir::Attribute* s = n.attr("scale")) {
+    if (s->type != ir::AttrType::kFloat) return invalid_argument(info.where() + "scale must be a float");
+    a.has_scale = true;
+    a.scale = s->f;
+  }
+  // The element type the subgraphs see: float32 scores, float64 for float64 Q and K.
+  const DataType qt = known_input_type(info, 0);
+  const DataType ct = qt == DataType::kUndefined ? DataType::kUndefined : compute_type(qt);
+  for (int s = 0; s < 3; ++s) {
+    const ir::Attribute* g = n.attr(kFlexStages[s]);
+    if (!g) continue;
+    if (g->type != ir::AttrType::kGraph || !g->g)
+      return invalid_argument(info.where() + kFlexStages[s] + " must be a graph");
+    if (g->g->inputs.size() != 1 || g->g->outputs.size() != 1)
+      return unsupported(info.where() + kFlexStages[s] + " must take one input (the whole " +
+                         (s == 2 ? "probability" : "score") + " tensor) and give one output; it takes " +
+                         std::to_string(g->g->inputs.size()) + " and gives " + std::to_string(g->g->outputs.size()));
+    const DataType declared = g->g->inputs[0].dtype;
+    if (ct != DataType::kUndefined && declared != DataType::kUndefined && declared != ct)
+      return invalid_argument(info.where() + kFlexStages[s] + " declares " + dtype_name(declared) + " input, but takes " +
+                              dtype_name(ct) + " " + (s == 2 ? "probabilities" : "scores") + " for " + dtype_name(qt) +
+                              " Q and K");
+    a.stage[s] = true;
+  }
+  BH_RETURN_IF_ERROR(require_float_input(info, 0, "Q"));
+  BH_RETURN_IF_ERROR(require_float_input(info, 1, "K"));
+  BH_RETURN_IF_ERROR(require_float_input(info, 2, "V"));
+  return make_kernel([a](KernelContext& ctx) { return flex_attention_compute(ctx, a); });
+}
+
 }  // namespace
 
 void register_sequence_attention_kernels(KernelTable& t) {
   t.add("LinearAttention", 27, make_linear_attention);
   t.add("CausalConvWithState", 27, make_causal_conv);
+  t.add("FlexAttention", 1, make_flex_attention, "ai.onnx.preview");
 }
 
 }  // namespace bulkhead::cpu
