@@ -800,6 +800,19 @@ Status rule_label_encoder(Ctx& c) {
   return Status::ok();
 }
 
+// ai.onnx.preview.training optimisers: inputs R, T, then `groups` blocks of n tensors (X,
+// G, then the states); outputs X_new and the new states, each like its input.
+Status rule_optimizer(Ctx& c, int groups) {
+  const int rest = c.num_inputs() - 2;
+  if (rest < groups || rest % groups != 0) return Status::ok();  // the kernel says why
+  const int n = rest / groups;
+  for (int o = 0; o < c.num_outputs() && o < (groups - 1) * n; ++o) {
+    const int block = o / n;
+    c.same_as_input(o, 2 + (block == 0 ? 0 : block + 1) * n + o % n);
+  }
+  return Status::ok();
+}
+
 }  // namespace
 
 void add_nn_rules(RuleTable& t) {
@@ -880,6 +893,9 @@ void add_nn_rules(RuleTable& t) {
   t["ai.onnx.ml:LabelEncoder"] = rule_label_encoder;
   t["ai.onnx.ml:Binarizer"] = same_as_input0;
   t["ai.onnx.ml:ArrayFeatureExtractor"] = rule_type_of_input0;
+  t["ai.onnx.preview.training:Adagrad"] = [](Ctx& c) { return rule_optimizer(c, 3); };
+  t["ai.onnx.preview.training:Momentum"] = [](Ctx& c) { return rule_optimizer(c, 3); };
+  t["ai.onnx.preview.training:Adam"] = [](Ctx& c) { return rule_optimizer(c, 4); };
 }
 
 }  // namespace bulkhead::ir::infer

@@ -79,6 +79,7 @@ class CpuBackend final : public Backend {
     cpu::register_image_kernels(*t);
     cpu::register_ml_kernels(*t);
     cpu::register_sequence_attention_kernels(*t);
+    cpu::register_roi_training_kernels(*t);
     cpu::register_string_kernels(*t);
     kernels_ = std::move(t);
   }

@@ -19,6 +19,7 @@ void register_signal_kernels(KernelTable& t);         // DFT, STFT (FFTW)
 void register_image_kernels(KernelTable& t);          // ImageDecoder (libjpeg, libpng, libtiff, libwebp, OpenJPEG)
 void register_ml_kernels(KernelTable& t);             // ai.onnx.ml LabelEncoder
 void register_sequence_attention_kernels(KernelTable& t);  // LinearAttention, CausalConvWithState, FlexAttention
+void register_roi_training_kernels(KernelTable& t);   // RoiAlign; ai.onnx.preview.training Adagrad, Adam, Momentum
 void register_string_kernels(KernelTable& t);         // StringNormalizer
 
 }  // namespace bulkhead::cpu
