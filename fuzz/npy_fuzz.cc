@@ -1,5 +1,5 @@
 // libFuzzer harness: arbitrary bytes as a .npy file (io/npy.h); a tensor that parses is
-// written back and parsed again, and must round-trip.
+// written back and parsed again, and must round-trip (strings element by element).
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -17,5 +17,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (!back.is_ok() || back->shape() != t->shape() || back->dtype() != t->dtype() || back->nbytes() != t->nbytes() ||
       (t->nbytes() && std::memcmp(back->raw(), t->raw(), t->nbytes()) != 0))
     std::abort();
+  if (t->dtype() == bulkhead::DataType::kString)
+    for (int64_t i = 0; i < t->numel(); ++i)
+      if (back->strings()[i] != t->strings()[i]) std::abort();
   return 0;
 }

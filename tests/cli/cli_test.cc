@@ -234,14 +234,20 @@ std::string two_output_model(const std::string& a, const std::string& b, bool se
   n1->add_input("x");
   n1->add_output(a);
   auto* n2 = g->add_node();
-  n2->set_op_type(second_is_string ? "Cast" : "Neg");
-  n2->add_input("x");
+  n2->set_op_type(second_is_string ? "Constant" : "Neg");
   n2->add_output(b);
   if (second_is_string) {
-    auto* to = n2->add_attribute();
-    to->set_name("to");
-    to->set_type(onnx::AttributeProto::INT);
-    to->set_i(onnx::TensorProto::STRING);
+    // Strings a .npy file cannot hold: element 7 is not UTF-8.
+    auto* v = n2->add_attribute();
+    v->set_name("value");
+    v->set_type(onnx::AttributeProto::TENSOR);
+    auto* t = v->mutable_t();
+    t->set_data_type(onnx::TensorProto::STRING);
+    t->add_dims(1);
+    t->add_dims(1024);
+    for (int i = 0; i < 1024; ++i) t->add_string_data(i == 7 ? "\xff" : "ok");
+  } else {
+    n2->add_input("x");
   }
   std::string bytes;
   mp.SerializeToString(&bytes);
@@ -256,7 +262,7 @@ TEST_F(Cli, OutputsAreAllOrNothing) {
   dir_.write("collide.onnx", two_output_model("a/b", "a_b", false));
   expect_error("run " + m("collide.onnx") + in, "outputs 'a/b' and 'a_b' would both be written to 'a_b.npy'");
   dir_.write("string.onnx", two_output_model("y", "s", true));
-  expect_error("run " + m("string.onnx") + in, "output 's': cannot write string tensors as .npy");
+  expect_error("run " + m("string.onnx") + in, "output 's': string 7 is not valid UTF-8 (byte 0xFF at offset 0)");
   // Control bytes in a name reach the terminal escaped.
   dir_.write("esc.onnx", two_output_model("a\x1b[2J", "a_[2J", false));
   Outcome esc = bulkhead("run " + m("esc.onnx") + in, dir_);
@@ -276,6 +282,50 @@ TEST_F(Cli, OutputsAreAllOrNothing) {
   ASSERT_EQ(ok.code, 0) << ok.err;
   EXPECT_TRUE(std::filesystem::exists(m("out/first.npy")));
   EXPECT_TRUE(std::filesystem::exists(m("out/second.npy")));
+}
+
+
+// A .npy file as numpy lays it out: `dict` padded to 64 bytes, then `data`.
+std::string npy_raw(std::string dict, const std::string& data) {
+  dict.append((64 - (10 + dict.size() + 1) % 64) % 64, ' ');
+  dict += '\n';
+  return std::string("\x93NUMPY\x01\x00", 8) + static_cast<char>(dict.size() & 0xff) + static_cast<char>(dict.size() >> 8) + dict + data;
+}
+
+// String tensors cross the command line as .npy: '<U' (and '|S') inputs reach the session,
+// string outputs are written as '<U'; object arrays are refused in one line.
+// tests/cli/test_npy_strings.py runs every string conformance case the same way.
+TEST_F(Cli, StringTensorsAsNpy) {
+  dir_.write("concat.onnx", model_text_bytes(R"(<ir_version: 8, opset_import: ["" : 20]>
+g (string[2] x, string[2] z) => (string[2] y, bool[2] same) { y = StringConcat(x, z) same = Equal(x, z) })"));
+  Tensor x = Tensor::host(DataType::kString, {2});
+  x.strings()[0] = "h\xC3\xA9";
+  x.strings()[1] = "\xF0\x9F\x98\x80";
+  ASSERT_TRUE(io::write_npy(m("xs.npy"), x).is_ok());
+  // '|S5': UTF-8 bytes, as np.char.encode would give, NUL-padded.
+  dir_.write("zs.npy", npy_raw("{'descr': '|S5', 'fortran_order': False, 'shape': (2,), }", std::string("!\0\0\0\0\xF0\x9F\x98\x80\0", 10)));
+  Outcome o = bulkhead("run " + m("concat.onnx") + " -i x=" + m("xs.npy") + " -i z=" + m("zs.npy") + " -o " + m("out"), dir_);
+  ASSERT_EQ(o.code, 0) << o.err;
+  EXPECT_NE(o.out.find("string[2]"), std::string::npos) << o.out;
+  auto y = io::read_npy(m("out/y.npy"));
+  ASSERT_TRUE(y.is_ok()) << y.status().message();
+  ASSERT_EQ(y->dtype(), DataType::kString);
+  EXPECT_EQ(y->strings()[0], "h\xC3\xA9!");
+  EXPECT_EQ(y->strings()[1], "\xF0\x9F\x98\x80\xF0\x9F\x98\x80");
+  EXPECT_NE(slurp(m("out/y.npy")).find("'descr': '<U3'"), std::string::npos);
+  auto same = io::read_npy(m("out/same.npy"));
+  ASSERT_TRUE(same.is_ok()) << same.status().message();
+  EXPECT_EQ(same->data<uint8_t>()[0], 0);
+  EXPECT_EQ(same->data<uint8_t>()[1], 1);
+  std::filesystem::remove_all(m("out"));
+  std::filesystem::create_directories(m("out"));
+
+  dir_.write("obj.npy", npy_raw("{'descr': '|O', 'fortran_order': False, 'shape': (2,), }", "\x80\x03" "cnumpy.core.multiarray\n_reconstruct\n."));
+  expect_error("run " + m("concat.onnx") + " -i x=" + m("obj.npy") + " -i z=" + m("zs.npy") + " -o " + m("out"),
+               "input 'x': '" + m("obj.npy") + "' holds a NumPy object array (dtype '|O')");
+  dir_.write("surrogate.npy", npy_raw("{'descr': '<U1', 'fortran_order': False, 'shape': (2,), }", std::string("a\0\0\0\0\xD8\0\0", 8)));
+  expect_error("run " + m("concat.onnx") + " -i x=" + m("surrogate.npy") + " -i z=" + m("zs.npy") + " -o " + m("out"),
+               "holds 0xD800 at character 0, a UTF-16 surrogate");
 }
 
 }  // namespace

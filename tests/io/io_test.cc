@@ -1,5 +1,5 @@
 // Reading and writing files safely (io/file.h, io/file_set.h), .npy parsing of hostile
-// headers (io/npy.h), checked sizes (common/sizes.h), strict number parsing
+// headers and string arrays (io/npy.h), checked sizes (common/sizes.h), strict number parsing
 // (common/parse.h) and text made safe for terminals, JSON, HTML and shells (common/text.h).
 #include <gtest/gtest.h>
 #include <sys/resource.h>
@@ -101,6 +101,152 @@ TEST(Npy, HostileHeadersAreOneClearError) {
   auto ok = io::parse_npy(npy_with("{'descr': '<f4', 'fortran_order': False, 'shape': (2, 2), }", 16), "x.npy");
   ASSERT_TRUE(ok.is_ok()) << ok.status().message();
   EXPECT_EQ(ok->shape(), (Shape{2, 2}));
+}
+
+// A .npy file with the given header dict and data.
+std::string npy_bytes(const std::string& dict, const std::string& data) { return npy_with(dict, 0) + data; }
+
+// Code points as UTF-32, little- or big-endian.
+std::string utf32(std::initializer_list<uint32_t> cps, bool big_endian = false) {
+  std::string s;
+  for (uint32_t c : cps)
+    for (int k = 0; k < 4; ++k) s += static_cast<char>((c >> (8 * (big_endian ? 3 - k : k))) & 0xff);
+  return s;
+}
+
+std::vector<std::string> strings_of(const Tensor& t) { return std::vector<std::string>(t.strings(), t.strings() + t.numel()); }
+
+TEST(Npy, StringArraysAreReadAsUtf8) {
+  // np.array(['ab', '€😀', '']) : '<U2', NUL-padded, trailing NULs dropped.
+  auto u = io::parse_npy(npy_bytes("{'descr': '<U2', 'fortran_order': False, 'shape': (3,), }",
+                                   utf32({'a', 'b', 0x20AC, 0x1F600, 0, 0})),
+                         "u.npy");
+  ASSERT_TRUE(u.is_ok()) << u.status().message();
+  EXPECT_EQ(u->dtype(), DataType::kString);
+  EXPECT_EQ(u->shape(), (Shape{3}));
+  EXPECT_EQ(strings_of(*u), (std::vector<std::string>{"ab", "\xE2\x82\xAC\xF0\x9F\x98\x80", ""}));
+  // Big-endian, 2-D; a NUL inside a string is kept, only the trailing ones go.
+  auto be = io::parse_npy(npy_bytes("{'descr': '>U3', 'fortran_order': False, 'shape': (2, 1), }",
+                                    utf32({'x', 0, 'y', 0xE9, 0, 0}, true)),
+                          "be.npy");
+  ASSERT_TRUE(be.is_ok()) << be.status().message();
+  EXPECT_EQ(be->shape(), (Shape{2, 1}));
+  EXPECT_EQ(strings_of(*be), (std::vector<std::string>{std::string("x\0y", 3), "\xC3\xA9"}));
+  // Bytes ('|S3'), kept as they are, and a 0-d array.
+  auto s = io::parse_npy(npy_bytes("{'descr': '|S3', 'fortran_order': False, 'shape': (2,), }", std::string("ab\0\xff\0\0", 6)), "s.npy");
+  ASSERT_TRUE(s.is_ok()) << s.status().message();
+  EXPECT_EQ(strings_of(*s), (std::vector<std::string>{"ab", "\xff"}));
+  auto scalar = io::parse_npy(npy_bytes("{'descr': '<U1', 'fortran_order': False, 'shape': (), }", utf32({'q'})), "0d.npy");
+  ASSERT_TRUE(scalar.is_ok()) << scalar.status().message();
+  EXPECT_EQ(scalar->shape(), Shape{});
+  EXPECT_EQ(strings_of(*scalar), (std::vector<std::string>{"q"}));
+  auto empty = io::parse_npy(npy_bytes("{'descr': '<U1', 'fortran_order': False, 'shape': (0, 3), }", ""), "e.npy");
+  ASSERT_TRUE(empty.is_ok()) << empty.status().message();
+  EXPECT_EQ(empty->numel(), 0);
+}
+
+TEST(Npy, HostileStringHeadersAreOneClearError) {
+  struct Case {
+    const char* what;
+    std::string bytes;
+    const char* expect;
+  };
+  const Case cases[] = {
+      {"a huge width, checked against the data before allocating",
+       npy_bytes("{'descr': '<U999999999999', 'fortran_order': False, 'shape': (1,), }", utf32({'a'})),
+       "data has 4 bytes, expected 3999999999996 for 1 elements of '<U999999999999'"},
+      {"a huge width times a huge count", npy_bytes("{'descr': '<U999999999999', 'fortran_order': False, 'shape': (999999999999,), }", ""),
+       "too large"},
+      {"a width past 64 bits", npy_bytes("{'descr': '<U99999999999999999999999', 'fortran_order': False, 'shape': (1,), }", ""),
+       "string width in dtype '<U99999999999999999999999' is too large"},
+      {"a width that overflows as bytes", npy_bytes("{'descr': '<U4611686018427387904', 'fortran_order': False, 'shape': (1,), }", ""),
+       "too large"},
+      {"a huge byte width", npy_bytes("{'descr': '|S999999999999', 'fortran_order': False, 'shape': (2,), }", "ab"),
+       "data has 2 bytes, expected 1999999999998"},
+      {"zero width", npy_bytes("{'descr': '<U0', 'fortran_order': False, 'shape': (1000000000000,), }", ""), "zero-width string dtype"},
+      {"a truncated body", npy_bytes("{'descr': '<U2', 'fortran_order': False, 'shape': (3,), }", utf32({'a', 'b', 'c', 'd', 'e'})),
+       "data has 20 bytes, expected 24 for 3 elements of '<U2' (8 bytes each)"},
+      {"a body that is too long", npy_bytes("{'descr': '|S2', 'fortran_order': False, 'shape': (1,), }", "abc"),
+       "data has 3 bytes, expected 2"},
+      {"a surrogate", npy_bytes("{'descr': '<U2', 'fortran_order': False, 'shape': (2,), }", utf32({'a', 0, 'b', 0xD800})),
+       "element 1 of '<U2' holds 0xD800 at character 1, a UTF-16 surrogate"},
+      {"past U+10FFFF", npy_bytes("{'descr': '<U1', 'fortran_order': False, 'shape': (1,), }", utf32({0x110000})),
+       "holds 0x110000 at character 0, past U+10FFFF"},
+      {"past U+10FFFF, big-endian", npy_bytes("{'descr': '>U1', 'fortran_order': False, 'shape': (1,), }", utf32({0xFFFFFFFF}, true)),
+       "holds 0xFFFFFFFF"},
+      {"not a string dtype", npy_bytes("{'descr': '<Ux', 'fortran_order': False, 'shape': (1,), }", ""), "unsupported dtype '<Ux'"},
+  };
+  for (const auto& c : cases) {
+    auto t = io::parse_npy(c.bytes, "x.npy");
+    ASSERT_FALSE(t.is_ok()) << c.what;
+    EXPECT_NE(t.status().message().find(c.expect), std::string::npos) << c.what << ": " << t.status().message();
+    EXPECT_NE(t.status().message().find("'x.npy' is not a valid .npy file: "), std::string::npos) << c.what;
+    EXPECT_EQ(t.status().message().find('\n'), std::string::npos) << c.what;
+  }
+}
+
+TEST(Npy, ObjectArraysAreRefusedWithoutUnpickling) {
+  // What np.save writes for np.array(['a'], dtype=object): a pickle after the header.
+  const std::string pickle = "\x80\x03" "cnumpy.core.multiarray\n_reconstruct\nq\x00.";
+  for (const char* descr : {"|O", "O", "<O"}) {
+    auto t = io::parse_npy(npy_bytes(std::string("{'descr': '") + descr + "', 'fortran_order': False, 'shape': (1,), }", pickle), "obj.npy");
+    ASSERT_FALSE(t.is_ok()) << descr;
+    const std::string m = t.status().message();
+    EXPECT_EQ(t.status().code(), StatusCode::kUnsupported) << m;
+    EXPECT_NE(m.find("'obj.npy' holds a NumPy object array (dtype '" + std::string(descr) + "')"), std::string::npos) << m;
+    EXPECT_NE(m.find("unpickling"), std::string::npos) << m;
+    EXPECT_NE(m.find("np.array(x, dtype=str)"), std::string::npos) << m;
+    EXPECT_EQ(m.find('\n'), std::string::npos) << m;
+  }
+}
+
+TEST(Npy, StringTensorsAreWrittenAsUtf32) {
+  Tensor t = Tensor::host(DataType::kString, {2, 2});
+  const std::vector<std::string> v = {"ab", "\xE2\x82\xAC\xF0\x9F\x98\x80x", "", std::string("a\0b", 3)};
+  std::copy(v.begin(), v.end(), t.strings());
+  auto bytes = io::to_npy(t);
+  ASSERT_TRUE(bytes.is_ok()) << bytes.status().message();
+  // The header numpy writes for np.array([['ab', '€😀x'], ['', 'a\0b']]), then the code points.
+  const std::string header = npy_with("{'descr': '<U3', 'fortran_order': False, 'shape': (2, 2), }", 0);
+  ASSERT_EQ(bytes->substr(0, header.size()), header);
+  EXPECT_EQ(bytes->substr(header.size()), utf32({'a', 'b', 0, 0x20AC, 0x1F600, 'x', 0, 0, 0, 'a', 0, 'b'}));
+  auto back = io::parse_npy(*bytes, "back.npy");
+  ASSERT_TRUE(back.is_ok()) << back.status().message();
+  EXPECT_EQ(back->shape(), (Shape{2, 2}));
+  EXPECT_EQ(strings_of(*back), v);
+
+  // All empty, and no elements at all: width 1, as numpy.
+  Tensor blank = Tensor::host(DataType::kString, {0});
+  auto b = io::to_npy(blank);
+  ASSERT_TRUE(b.is_ok()) << b.status().message();
+  EXPECT_EQ(*b, npy_with("{'descr': '<U1', 'fortran_order': False, 'shape': (0,), }", 0));
+  Tensor one = Tensor::host(DataType::kString, {});
+  auto o = io::to_npy(one);
+  ASSERT_TRUE(o.is_ok()) << o.status().message();
+  EXPECT_EQ(*o, npy_with("{'descr': '<U1', 'fortran_order': False, 'shape': (), }", 4));
+}
+
+TEST(Npy, StringsThatAreNotUnicodeTextAreAnErrorWhenWritten) {
+  struct Case {
+    std::string s;
+    const char* expect;
+  };
+  const Case cases[] = {
+      {"ok\xff", "string 1 is not valid UTF-8 (byte 0xFF at offset 2)"},
+      {"\xC0\xAF", "string 1 is not valid UTF-8 (byte 0xC0 at offset 0)"},          // overlong '/'
+      {"\xED\xA0\x80", "string 1 is not valid UTF-8 (byte 0xED at offset 0)"},      // a surrogate
+      {"\xF4\x90\x80\x80", "string 1 is not valid UTF-8 (byte 0xF4 at offset 0)"},  // past U+10FFFF
+      {"ab\xE2\x82", "string 1 is not valid UTF-8 (byte 0xE2 at offset 2)"},        // truncated
+      {std::string("ab\0", 3), "string 1 ends with a NUL character"},
+  };
+  for (const auto& c : cases) {
+    Tensor t = Tensor::host(DataType::kString, {2});
+    t.strings()[0] = "fine";
+    t.strings()[1] = c.s;
+    auto r = io::to_npy(t);
+    ASSERT_FALSE(r.is_ok()) << c.expect;
+    EXPECT_NE(r.status().message().find(c.expect), std::string::npos) << r.status().message();
+  }
 }
 
 TEST(Files, OnlyRegularFilesWithinTheLimitAreRead) {
