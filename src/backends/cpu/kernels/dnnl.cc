@@ -1186,7 +1186,8 @@ Status qlinear_conv_compute(KernelContext& ctx, const ConvAttrs& a) {
   for (int64_t i = 0; i < y.numel(); ++i) {
     const int64_t m = (i / osz) % in.M;
     const float mult = scale_value(*xs, 0) * scale_value(*ws, ws->numel() == 1 ? 0 : m) / scale_value(*ys, 0);
-    const double v = std::clamp(std::nearbyint(static_cast<double>(static_cast<float>(acc[i]) * mult)) + zy, lo, hi);
+    double v = std::nearbyint(static_cast<double>(static_cast<float>(acc[i]) * mult)) + zy;
+    v = std::isnan(v) ? static_cast<double>(zy) : std::clamp(v, lo, hi);  // a NaN or zero scale: the zero point
     if (yt == DataType::kUInt8) y.data<uint8_t>()[i] = static_cast<uint8_t>(v);
     else y.data<int8_t>()[i] = static_cast<int8_t>(v);
   }

@@ -379,7 +379,8 @@ Status qlinear_matmul_compute(KernelContext& ctx) {
         int64_t acc = 0;
         for (int64_t k = 0; k < K; ++k) acc += int64_t{int_at(A, ao + m * K + k) - za} * (int_at(B, bo + k * N + n) - zb);
         const float mult = float_at(*in[1], am) * float_at(*in[4], bn) / ys;
-        const double v = std::nearbyint(static_cast<double>(static_cast<float>(acc) * mult)) + yz;
+        double v = std::nearbyint(static_cast<double>(static_cast<float>(acc) * mult)) + yz;
+        if (std::isnan(v)) v = yz;  // a NaN or zero scale: the zero point
         const int32_t q = static_cast<int32_t>(std::clamp(v, static_cast<double>(lo), static_cast<double>(hi)));
         static_cast<uint8_t*>(y.raw())[(bi * M + m) * N + n] = static_cast<uint8_t>(q);
       }
