@@ -12,30 +12,21 @@
 namespace bulkhead::test {
 namespace {
 
-Result<Session> load(const Env& env, const std::string& text) { return env.load_bytes(model_text_bytes(text), "m"); }
-
-void expect_refused(const std::string& text, const std::string& part) {
-  Env env;
-  auto s = load(env, text);
-  ASSERT_FALSE(s.is_ok());
-  EXPECT_NE(s.status().message().find(part), std::string::npos) << s.status().to_string();
-}
-
 TEST(MiscOps, RefusalsNameNodeOperatorAndWhat) {
-  expect_refused(R"(<ir_version: 8, opset_import: ["" : 22]>
+  expect_text_model_refused(R"(<ir_version: 8, opset_import: ["" : 22]>
 g (int32[2,2] x) => (int32 y) { y = Det(x) })", "node 'Det_0' (Det): Det takes floating-point matrices, not int32");
-  expect_refused(R"(<ir_version: 10, opset_import: ["" : 26]>
+  expect_text_model_refused(R"(<ir_version: 10, opset_import: ["" : 26]>
 g (float[2] x) => (int8[8] y) { y = BitCast <to = 3> (x) })", "node 'BitCast_0' (BitCast): BitCast from float32 to int8: only between element types of the same size");
-  expect_refused(R"(<ir_version: 8, opset_import: ["" : 17]>
+  expect_text_model_refused(R"(<ir_version: 8, opset_import: ["" : 17]>
 g (int64 n) => (string[N] y) { y = HannWindow <output_datatype = 8> (n) })", "node 'HannWindow_0' (HannWindow): output_datatype 8 is not supported");
 }
 
 TEST(MiscOps, NonMaxSuppressionRefusesABadBoxFormatAndMismatchedShapes) {
-  expect_refused(R"(<ir_version: 8, opset_import: ["" : 11]>
+  expect_text_model_refused(R"(<ir_version: 8, opset_import: ["" : 11]>
 g (float[1,2,4] b, float[1,1,2] s) => (int64[N,3] y) { y = NonMaxSuppression <center_point_box = 2> (b, s) })",
                  "node 'NonMaxSuppression_0' (NonMaxSuppression): center_point_box must be 0 or 1, got 2");
   Env env;
-  auto s = load(env, R"(<ir_version: 8, opset_import: ["" : 11]>
+  auto s = load_text_model(env, R"(<ir_version: 8, opset_import: ["" : 11]>
 g (float[1,N,4] b, float[1,1,M] s, int64[1] k) => (int64[K,3] y) { y = NonMaxSuppression(b, s, k) })");
   ASSERT_TRUE(s.is_ok()) << s.status().to_string();
   auto r = s->run({{"b", Tensor::host(DataType::kFloat32, {1, 2, 4})}, {"s", Tensor::host(DataType::kFloat32, {1, 1, 3})},
@@ -47,16 +38,16 @@ g (float[1,N,4] b, float[1,1,M] s, int64[1] k) => (int64[K,3] y) { y = NonMaxSup
 
 TEST(MiscOps, CenterCropPadAndMaxUnpoolRefuseBadArguments) {
   Env env;
-  auto c = load(env, R"(<ir_version: 8, opset_import: ["" : 18]>
+  auto c = load_text_model(env, R"(<ir_version: 8, opset_import: ["" : 18]>
 g (float[4,4] x, int64[2] s) => (float[A,B] y) { y = CenterCropPad <axes = [0, -2]> (x, s) })");
   ASSERT_TRUE(c.is_ok()) << c.status().to_string();
   auto r = c->run({{"x", Tensor::host(DataType::kFloat32, {4, 4})}, {"s", Tensor::from_vector<int64_t>(DataType::kInt64, {2}, {2, 2})}});
   ASSERT_FALSE(r.is_ok());
   EXPECT_NE(r.status().message().find("axis -2 is listed twice"), std::string::npos) << r.status().to_string();
-  expect_refused(R"(<ir_version: 8, opset_import: ["" : 11]>
+  expect_text_model_refused(R"(<ir_version: 8, opset_import: ["" : 11]>
 g (float[1,1,2,2] x, int64[1,1,2,2] i) => (float[1,1,4,4] y) { y = MaxUnpool <kernel_shape = [2, 2], pads = [0, 0]> (x, i) })",
                  "node 'MaxUnpool_0' (MaxUnpool): pads must have 4 values");
-  auto u = load(env, R"(<ir_version: 8, opset_import: ["" : 11]>
+  auto u = load_text_model(env, R"(<ir_version: 8, opset_import: ["" : 11]>
 g (float[1,1,2,2] x, int64[1,1,2,2] i) => (float[1,1,4,4] y) { y = MaxUnpool <kernel_shape = [2, 2], strides = [2, 2]> (x, i) })");
   ASSERT_TRUE(u.is_ok()) << u.status().to_string();
   auto bad = u->run({{"x", Tensor::host(DataType::kFloat32, {1, 1, 2, 2})},
@@ -66,11 +57,11 @@ g (float[1,1,2,2] x, int64[1,1,2,2] i) => (float[1,1,4,4] y) { y = MaxUnpool <ke
 }
 
 TEST(MiscOps, LossesRefuseABadReductionAndTargetsOutOfRange) {
-  expect_refused(R"(<ir_version: 8, opset_import: ["" : 13]>
+  expect_text_model_refused(R"(<ir_version: 8, opset_import: ["" : 13]>
 g (float[2,3] x, int64[2] t) => (float y) { y = NegativeLogLikelihoodLoss <reduction = "max"> (x, t) })",
                  "node 'NegativeLogLikelihoodLoss_0' (NegativeLogLikelihoodLoss): reduction must be none, sum or mean, got 'max'");
   Env env;
-  auto s = load(env, R"(<ir_version: 8, opset_import: ["" : 13]>
+  auto s = load_text_model(env, R"(<ir_version: 8, opset_import: ["" : 13]>
 g (float[2,3] x, int64[2] t) => (float y) { y = SoftmaxCrossEntropyLoss <ignore_index = -1> (x, t) })");
   ASSERT_TRUE(s.is_ok()) << s.status().to_string();
   Tensor x = Tensor::from_vector<float>(DataType::kFloat32, {2, 3}, {0, 0, 0, 1, 2, 3});
@@ -84,7 +75,7 @@ g (float[2,3] x, int64[2] t) => (float y) { y = SoftmaxCrossEntropyLoss <ignore_
 
 TEST(MiscOps, UniqueGroupsNaNsAndKeepsFirstAppearanceOrderWhenUnsorted) {
   Env env;
-  auto s = load(env, R"(<ir_version: 8, opset_import: ["" : 11]>
+  auto s = load_text_model(env, R"(<ir_version: 8, opset_import: ["" : 11]>
 g (float[6] x) => (float[U] y, int64[U] i, int64[6] inv, int64[U] c) { y, i, inv, c = Unique <sorted = 0> (x) })");
   ASSERT_TRUE(s.is_ok()) << s.status().to_string();
   const float nan = std::nanf("");
@@ -103,7 +94,7 @@ g (float[6] x) => (float[U] y, int64[U] i, int64[6] inv, int64[U] c) { y, i, inv
 
 TEST(MiscOps, Col2ImAndAffineGridNameWhatIsWrong) {
   Env env;
-  auto c = load(env, R"(<ir_version: 8, opset_import: ["" : 18]>
+  auto c = load_text_model(env, R"(<ir_version: 8, opset_import: ["" : 18]>
 g (float[1,4,5] x, int64[2] im, int64[2] bl) => (float[1,1,A,B] y) { y = Col2Im(x, im, bl) })");
   ASSERT_TRUE(c.is_ok()) << c.status().to_string();
   auto r = c->run({{"x", Tensor::host(DataType::kFloat32, {1, 4, 5})},
@@ -112,7 +103,7 @@ g (float[1,4,5] x, int64[2] im, int64[2] bl) => (float[1,1,A,B] y) { y = Col2Im(
   ASSERT_FALSE(r.is_ok());
   EXPECT_NE(r.status().message().find("input [1,4,5] does not hold 4 blocks of 4 values per channel"), std::string::npos)
       << r.status().to_string();
-  auto a = load(env, R"(<ir_version: 8, opset_import: ["" : 20]>
+  auto a = load_text_model(env, R"(<ir_version: 8, opset_import: ["" : 20]>
 g (float[1,3,3] t, int64[4] sz) => (float[1,H,W,2] y) { y = AffineGrid(t, sz) })");
   ASSERT_TRUE(a.is_ok()) << a.status().to_string();
   auto bad = a->run({{"t", Tensor::host(DataType::kFloat32, {1, 3, 3})},
@@ -122,11 +113,11 @@ g (float[1,3,3] t, int64[4] sz) => (float[1,H,W,2] y) { y = AffineGrid(t, sz) })
 }
 
 TEST(MiscOps, GridSampleRefusesUnknownModesAndCubicIn3d) {
-  expect_refused(R"(<ir_version: 8, opset_import: ["" : 20]>
+  expect_text_model_refused(R"(<ir_version: 8, opset_import: ["" : 20]>
 g (float[1,1,2,2] x, float[1,2,2,2] gr) => (float[1,1,2,2] y) { y = GridSample <mode = "bilinear"> (x, gr) })",
                  "node 'GridSample_0' (GridSample): unknown mode 'bilinear'");
   Env env;
-  auto s = load(env, R"(<ir_version: 8, opset_import: ["" : 20]>
+  auto s = load_text_model(env, R"(<ir_version: 8, opset_import: ["" : 20]>
 g (float[1,1,2,2,2] x, float[1,2,2,2,3] gr) => (float[1,1,2,2,2] y) { y = GridSample <mode = "cubic"> (x, gr) })");
   ASSERT_TRUE(s.is_ok()) << s.status().to_string();
   auto r = s->run({{"x", Tensor::host(DataType::kFloat32, {1, 1, 2, 2, 2})}, {"gr", Tensor::host(DataType::kFloat32, {1, 2, 2, 2, 3})}});
@@ -136,12 +127,12 @@ g (float[1,1,2,2,2] x, float[1,2,2,2,3] gr) => (float[1,1,2,2,2] y) { y = GridSa
 }
 
 TEST(MiscOps, TensorScatterRefusesWritesPastTheCacheUnlessCircular) {
-  expect_refused(R"(<ir_version: 10, opset_import: ["" : 24]>
+  expect_text_model_refused(R"(<ir_version: 10, opset_import: ["" : 24]>
 g (float[1,4,2] c, float[1,2,2] u) => (float[1,4,2] y) { y = TensorScatter <mode = "ring"> (c, u) })",
                  "node 'TensorScatter_0' (TensorScatter): mode must be linear or circular, got 'ring'");
   Env env;
   for (std::string mode : {"linear", "circular"}) {
-    auto s = load(env, R"(<ir_version: 10, opset_import: ["" : 24]>
+    auto s = load_text_model(env, R"(<ir_version: 10, opset_import: ["" : 24]>
 g (float[1,4,2] c, float[1,2,2] u, int64[1] w) => (float[1,4,2] y) { y = TensorScatter <mode = ")" + mode + R"("> (c, u, w) })");
     ASSERT_TRUE(s.is_ok()) << s.status().to_string();
     Tensor c = Tensor::from_vector<float>(DataType::kFloat32, {1, 4, 2}, {0, 0, 1, 1, 2, 2, 3, 3});
@@ -161,7 +152,7 @@ g (float[1,4,2] c, float[1,2,2] u, int64[1] w) => (float[1,4,2] y) { y = TensorS
 
 TEST(MiscOps, StringConcatBroadcastsAndNamesShapesThatDoNot) {
   Env env;
-  auto s = load(env, R"(<ir_version: 9, opset_import: ["" : 20]>
+  auto s = load_text_model(env, R"(<ir_version: 9, opset_import: ["" : 20]>
 g (string[A] x, string[B] z) => (string[C] y) { y = StringConcat(x, z) })");
   ASSERT_TRUE(s.is_ok()) << s.status().to_string();
   auto strings = [](std::vector<std::string> v) {
@@ -180,7 +171,7 @@ g (string[A] x, string[B] z) => (string[C] y) { y = StringConcat(x, z) })");
 
 TEST(MiscOps, ArrayFeatureExtractorNamesAnIndexOutsideTheLastAxis) {
   Env env;
-  auto s = load(env, R"(<ir_version: 8, opset_import: ["" : 17, "ai.onnx.ml" : 1]>
+  auto s = load_text_model(env, R"(<ir_version: 8, opset_import: ["" : 17, "ai.onnx.ml" : 1]>
 g (float[2,3] x, int64[1] i) => (float[2,1] y) { y = ai.onnx.ml.ArrayFeatureExtractor(x, i) })");
   ASSERT_TRUE(s.is_ok()) << s.status().to_string();
   auto r = s->run({{"x", Tensor::host(DataType::kFloat32, {2, 3})}, {"i", Tensor::from_vector<int64_t>(DataType::kInt64, {1}, {3})}});
@@ -190,7 +181,7 @@ g (float[2,3] x, int64[1] i) => (float[2,1] y) { y = ai.onnx.ml.ArrayFeatureExtr
 
 TEST(MiscOps, MatMulIntegerWithPerRowZeroPointsAndItsRefusals) {
   Env env;
-  auto s = load(env, R"(<ir_version: 8, opset_import: ["" : 10]>
+  auto s = load_text_model(env, R"(<ir_version: 8, opset_import: ["" : 10]>
 g (uint8[2,2] a, int8[2,1] b, uint8[2] za) => (int32[2,1] y) { y = MatMulInteger(a, b, za) })");
   ASSERT_TRUE(s.is_ok()) << s.status().to_string();
   auto r = s->run({{"a", Tensor::from_vector<uint8_t>(DataType::kUInt8, {2, 2}, {10, 20, 200, 255})},
@@ -200,7 +191,7 @@ g (uint8[2,2] a, int8[2,1] b, uint8[2] za) => (int32[2,1] y) { y = MatMulInteger
   const int32_t* y = (*r)[0].second.data<int32_t>();
   EXPECT_EQ(y[0], 0 * -1 + 10 * 2);    // (10-10, 20-10) . (-1, 2)
   EXPECT_EQ(y[1], -50 * -1 + 5 * 2);  // (200-250, 255-250) . (-1, 2)
-  auto f = load(env, R"(<ir_version: 8, opset_import: ["" : 10]>
+  auto f = load_text_model(env, R"(<ir_version: 8, opset_import: ["" : 10]>
 g (float[2,2] a, uint8[2,1] b) => (int32[2,1] y) { y = MatMulInteger(a, b) })");
   ASSERT_TRUE(f.is_ok()) << f.status().to_string();
   auto bad = f->run({{"a", Tensor::host(DataType::kFloat32, {2, 2})}, {"b", Tensor::host(DataType::kUInt8, {2, 1})}});
@@ -211,7 +202,7 @@ g (float[2,2] a, uint8[2,1] b) => (int32[2,1] y) { y = MatMulInteger(a, b) })");
 
 TEST(MiscOps, DetOfASingularMatrixIsZeroAndPivotsFlipTheSign) {
   Env env;
-  auto s = load(env, R"(<ir_version: 8, opset_import: ["" : 22]>
+  auto s = load_text_model(env, R"(<ir_version: 8, opset_import: ["" : 22]>
 g (float[3,2,2] x) => (float[3] y) { y = Det(x) })");
   ASSERT_TRUE(s.is_ok()) << s.status().to_string();
   Tensor x = Tensor::from_vector<float>(DataType::kFloat32, {3, 2, 2}, {1, 2, 2, 4, 0, 1, 1, 0, 3, 0, 0, 2});
@@ -225,7 +216,7 @@ g (float[3,2,2] x) => (float[3] y) { y = Det(x) })");
 
 TEST(MiscOps, WindowsOfSizeZeroAndOne) {
   Env env;
-  auto s = load(env, R"(<ir_version: 8, opset_import: ["" : 17]>
+  auto s = load_text_model(env, R"(<ir_version: 8, opset_import: ["" : 17]>
 g (int64 n) => (float[N] y) { y = HammingWindow <periodic = 0> (n) })");
   ASSERT_TRUE(s.is_ok()) << s.status().to_string();
   for (int64_t n : {0, 1}) {
@@ -242,23 +233,23 @@ g (int64 n) => (float[N] y) { y = HammingWindow <periodic = 0> (n) })");
 }
 
 TEST(MiscOps, TextOperatorsRefuseBadAttributes) {
-  expect_refused(R"(<ir_version: 8, opset_import: ["" : 20]>
+  expect_text_model_refused(R"(<ir_version: 8, opset_import: ["" : 20]>
 g (string[2] x) => (string[2,N] y, int64[2] z) { y, z = StringSplit <maxsplit = -2> (x) })",
                  "node 'StringSplit_0' (StringSplit): maxsplit must be >= 0, got -2");
-  expect_refused(R"(<ir_version: 8, opset_import: ["" : 9]>
+  expect_text_model_refused(R"(<ir_version: 8, opset_import: ["" : 9]>
 g (int64[4] x) => (float[N] y) { y = TfIdfVectorizer <mode = "BM25", min_gram_length = 1, max_gram_length = 1, max_skip_count = 0, ngram_counts = [0], ngram_indexes = [0], pool_int64s = [1]> (x) })",
                  "node 'TfIdfVectorizer_0' (TfIdfVectorizer): mode must be TF, IDF or TFIDF, got 'BM25'");
-  expect_refused(R"(<ir_version: 8, opset_import: ["" : 9]>
+  expect_text_model_refused(R"(<ir_version: 8, opset_import: ["" : 9]>
 g (int64[4] x) => (float[N] y) { y = TfIdfVectorizer <mode = "TF", min_gram_length = 2, max_gram_length = 2, max_skip_count = 0, ngram_counts = [0, 0], ngram_indexes = [0], pool_int64s = [1, 2, 3]> (x) })",
                  "do not split the pool into 2-grams");
-  expect_refused(R"(<ir_version: 8, opset_import: ["" : 17]>
+  expect_text_model_refused(R"(<ir_version: 8, opset_import: ["" : 17]>
 g (int64 m, int64 d, int64 r, float lo, float hi) => (string[A,B] y) { y = MelWeightMatrix <output_datatype = 8> (m, d, r, lo, hi) })",
                  "node 'MelWeightMatrix_0' (MelWeightMatrix): output_datatype 8 is not supported");
 }
 
 TEST(MiscOps, StringSplitFollowsPython) {
   Env env;
-  auto s = load(env, R"(<ir_version: 8, opset_import: ["" : 20]>
+  auto s = load_text_model(env, R"(<ir_version: 8, opset_import: ["" : 20]>
 g (string[3] x) => (string[3,N] y, int64[3] z) { y, z = StringSplit <maxsplit = 1> (x) })");
   ASSERT_TRUE(s.is_ok()) << s.status().to_string();
   Tensor x = Tensor::host(DataType::kString, {3});
@@ -281,17 +272,17 @@ g (string[3] x) => (string[3,N] y, int64[3] z) { y, z = StringSplit <maxsplit = 
 }
 
 TEST(MiscOps, RegexLabelEncoderAndDeformConvRefusals) {
-  expect_refused(R"(<ir_version: 8, opset_import: ["" : 20]>
+  expect_text_model_refused(R"(<ir_version: 8, opset_import: ["" : 20]>
 g (string[2] x) => (bool[2] y) { y = RegexFullMatch <pattern = "(a"> (x) })",
                  "node 'RegexFullMatch_0' (RegexFullMatch): pattern '(a' is not a valid RE2 expression: missing )");
-  expect_refused(R"(<ir_version: 8, opset_import: ["" : 20, "ai.onnx.ml" : 4]>
+  expect_text_model_refused(R"(<ir_version: 8, opset_import: ["" : 20, "ai.onnx.ml" : 4]>
 g (string[2] x) => (int64[2] y) { y = ai.onnx.ml.LabelEncoder <keys_strings = ["a", "b"]> (x) })",
                  "(ai.onnx.ml.LabelEncoder): needs keys (keys_floats, keys_int64s, keys_strings or keys_tensor) and values");
-  expect_refused(R"(<ir_version: 8, opset_import: ["" : 20, "ai.onnx.ml" : 4]>
+  expect_text_model_refused(R"(<ir_version: 8, opset_import: ["" : 20, "ai.onnx.ml" : 4]>
 g (string[2] x) => (int64[2] y) { y = ai.onnx.ml.LabelEncoder <keys_strings = ["a", "b"], values_int64s = [1]> (x) })",
                  "has 2 keys and 1 values");
   Env env;
-  auto s = load(env, R"(<ir_version: 8, opset_import: ["" : 22]>
+  auto s = load_text_model(env, R"(<ir_version: 8, opset_import: ["" : 22]>
 g (float[1,1,2,2,2] x, float[1,1,1,1,1] w, float[1,3,2,2,2] o) => (float[1,1,2,2,2] y) { y = DeformConv(x, w, o) })");
   ASSERT_TRUE(s.is_ok()) << s.status().to_string();
   auto r = s->run({{"x", Tensor::host(DataType::kFloat32, {1, 1, 2, 2, 2})}, {"w", Tensor::host(DataType::kFloat32, {1, 1, 1, 1, 1})},
@@ -304,7 +295,7 @@ g (float[1,1,2,2,2] x, float[1,1,1,1,1] w, float[1,3,2,2,2] o) => (float[1,1,2,2
 
 TEST(MiscOps, LabelEncoderMatchesFloatKeysByValueAndUsesTheDefault) {
   Env env;
-  auto s = load(env, R"(<ir_version: 8, opset_import: ["" : 20, "ai.onnx.ml" : 2]>
+  auto s = load_text_model(env, R"(<ir_version: 8, opset_import: ["" : 20, "ai.onnx.ml" : 2]>
 g (float[3] x) => (string[3] y) { y = ai.onnx.ml.LabelEncoder <keys_floats = [1.5, 0.0], values_strings = ["one", "zero"], default_string = "?"> (x) })");
   ASSERT_TRUE(s.is_ok()) << s.status().to_string();
   auto r = s->run({{"x", Tensor::from_vector<float>(DataType::kFloat32, {3}, {1.5f, 2.0f, -0.0f})}});
@@ -316,11 +307,11 @@ g (float[3] x) => (string[3] y) { y = ai.onnx.ml.LabelEncoder <keys_floats = [1.
 }
 
 TEST(MiscOps, DftAndStftRefuseBadArguments) {
-  expect_refused(R"(<ir_version: 8, opset_import: ["" : 20]>
+  expect_text_model_refused(R"(<ir_version: 8, opset_import: ["" : 20]>
 g (float[1,8,1] x) => (float[1,8,2] y) { y = DFT <inverse = 2> (x) })",
                  "node 'DFT_0' (DFT): inverse and onesided must be 0 or 1");
   Env env;
-  auto s = load(env, R"(<ir_version: 8, opset_import: ["" : 20]>
+  auto s = load_text_model(env, R"(<ir_version: 8, opset_import: ["" : 20]>
 g (float[1,L,C] x, int64 n) => (float[1,N,2] y) { y = DFT(x, n) })");
   ASSERT_TRUE(s.is_ok()) << s.status().to_string();
   auto bad = s->run({{"x", Tensor::host(DataType::kFloat32, {1, 8, 3})}, {"n", Tensor::from_vector<int64_t>(DataType::kInt64, {}, {8})}});
@@ -335,7 +326,7 @@ g (float[1,L,C] x, int64 n) => (float[1,N,2] y) { y = DFT(x, n) })");
   auto r = s->run({{"x", x}, {"n", Tensor::from_vector<int64_t>(DataType::kInt64, {}, {7})}});
   ASSERT_TRUE(r.is_ok()) << r.status().to_string();
   EXPECT_FLOAT_EQ((*r)[0].second.data<float>()[0], 28.0f);
-  auto st = load(env, R"(<ir_version: 8, opset_import: ["" : 17]>
+  auto st = load_text_model(env, R"(<ir_version: 8, opset_import: ["" : 17]>
 g (float[1,16,1] x, int64 step, int64 len) => (float[1,F,B,2] y) { y = STFT(x, step, , len) })");
   ASSERT_TRUE(st.is_ok()) << st.status().to_string();
   auto longer = st->run({{"x", Tensor::host(DataType::kFloat32, {1, 16, 1})}, {"step", Tensor::from_vector<int64_t>(DataType::kInt64, {}, {4})},

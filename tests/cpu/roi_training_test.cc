@@ -15,15 +15,6 @@
 namespace bulkhead::test {
 namespace {
 
-Result<Session> load(const Env& env, const std::string& text) { return env.load_bytes(model_text_bytes(text), "m"); }
-
-void expect_refused(const std::string& text, const std::string& part) {
-  Env env;
-  auto s = load(env, text);
-  ASSERT_FALSE(s.is_ok());
-  EXPECT_NE(s.status().message().find(part), std::string::npos) << s.status().to_string();
-}
-
 void expect_near_all(const Tensor& t, const std::vector<float>& want, float tol) {
   ASSERT_EQ(t.numel(), static_cast<int64_t>(want.size())) << t.describe();
   for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(t.data<float>()[i], want[i], tol) << "element " << i;
@@ -33,24 +24,24 @@ void expect_near_all(const Tensor& t, const std::vector<float>& want, float tol)
 // RoiAlign
 
 TEST(RoiAlign, RefusesABadModeAndCoordinateTransformationMode) {
-  expect_refused(R"(<ir_version: 8, opset_import: ["" : 16]>
+  expect_text_model_refused(R"(<ir_version: 8, opset_import: ["" : 16]>
 g (float[1,1,4,4] x, float[1,4] r, int64[1] b) => (float[1,1,1,1] y) { y = RoiAlign <mode = "min"> (x, r, b) })",
                  "node 'RoiAlign_0' (RoiAlign): mode must be avg or max, got 'min'");
-  expect_refused(R"(<ir_version: 8, opset_import: ["" : 16]>
+  expect_text_model_refused(R"(<ir_version: 8, opset_import: ["" : 16]>
 g (float[1,1,4,4] x, float[1,4] r, int64[1] b) => (float[1,1,1,1] y) {
   y = RoiAlign <coordinate_transformation_mode = "align_corners"> (x, r, b) })",
                  "node 'RoiAlign_0' (RoiAlign): coordinate_transformation_mode must be half_pixel or output_half_pixel, got 'align_corners'");
-  expect_refused(R"(<ir_version: 8, opset_import: ["" : 16]>
+  expect_text_model_refused(R"(<ir_version: 8, opset_import: ["" : 16]>
 g (float[1,1,4,4] x, float[1,4] r, int64[1] b) => (float[1,1,0,1] y) { y = RoiAlign <output_height = 0> (x, r, b) })",
                  "node 'RoiAlign_0' (RoiAlign): output_height and output_width must be in [1, 2^31], got 0 and 1");
-  expect_refused(R"(<ir_version: 8, opset_import: ["" : 16]>
+  expect_text_model_refused(R"(<ir_version: 8, opset_import: ["" : 16]>
 g (float[1,1,4,4] x, float[1,4] r, int64[1] b) => (float[1,1,1,1] y) { y = RoiAlign <sampling_ratio = -1> (x, r, b) })",
                  "node 'RoiAlign_0' (RoiAlign): sampling_ratio must be in [0, 4096] (0: adaptive), got -1");
 }
 
 TEST(RoiAlign, ABatchIndexOutOfRangeOrOfTheWrongCountIsAnError) {
   Env env;
-  auto s = load(env, R"(<ir_version: 8, opset_import: ["" : 16]>
+  auto s = load_text_model(env, R"(<ir_version: 8, opset_import: ["" : 16]>
 g (float[2,1,4,4] x, float[R,4] r, int64[B] b) => (float[R,1,2,2] y) { y = RoiAlign <output_height = 2, output_width = 2> (x, r, b) })");
   ASSERT_TRUE(s.is_ok()) << s.status().to_string();
   Tensor x = Tensor::host(DataType::kFloat32, {2, 1, 4, 4});
@@ -93,7 +84,7 @@ Tensor roi_x() {
 
 std::vector<float> run_roi_align(const std::string& opset, const std::string& attrs) {
   Env env;
-  auto s = load(env, R"(<ir_version: 8, opset_import: ["" : )" + opset + R"(]>
+  auto s = load_text_model(env, R"(<ir_version: 8, opset_import: ["" : )" + opset + R"(]>
 g (float[2,1,3,4] x, float[2,4] r, int64[2] b) => (float[2,1,2,3] y) { y = RoiAlign <output_height = 2, output_width = 3, )" +
                          attrs + R"(> (x, r, b) })");
   EXPECT_TRUE(s.is_ok()) << s.status().to_string();
@@ -136,23 +127,23 @@ constexpr const char* kTraining = R"(<ir_version: 8, opset_import: ["ai.onnx.pre
 )";
 
 TEST(TrainingOptimizers, RefuseMismatchedGroupCountsAndBadAttributes) {
-  expect_refused(std::string(kTraining) + R"(g (float r, int64 t, float[1] x1, float[1] x2, float[1] g1, float[1] g2) => (float[1] y1, float[1] y2) {
+  expect_text_model_refused(std::string(kTraining) + R"(g (float r, int64 t, float[1] x1, float[1] x2, float[1] g1, float[1] g2) => (float[1] y1, float[1] y2) {
   y1, y2 = ai.onnx.preview.training.Adagrad(r, t, x1, x2, g1, g2) })",
                  "node 'Adagrad_0' (ai.onnx.preview.training.Adagrad): expects R, T and then n each of X, G, H (2 + 3n inputs, n >= 1), got 6 inputs");
-  expect_refused(std::string(kTraining) + R"(g (float r, int64 t, float[1] x, float[1] g, float[1] v, float[1] h) => (float[1] y, float[1] v2, float[1] h2, float[1] z) {
+  expect_text_model_refused(std::string(kTraining) + R"(g (float r, int64 t, float[1] x, float[1] g, float[1] v, float[1] h) => (float[1] y, float[1] v2, float[1] h2, float[1] z) {
   y, v2, h2, z = ai.onnx.preview.training.Adam(r, t, x, g, v, h) })",
                  "node 'Adam_0' (ai.onnx.preview.training.Adam): has 4 outputs, but 1 optimised tensor give at most 3");
-  expect_refused(std::string(kTraining) + R"(g (float r, int64 t, float[1] x, float[1] g, float[1] v) => (float[1] y, float[1] v2) {
+  expect_text_model_refused(std::string(kTraining) + R"(g (float r, int64 t, float[1] x, float[1] g, float[1] v) => (float[1] y, float[1] v2) {
   y, v2 = ai.onnx.preview.training.Momentum <alpha = 0.9, beta = 0.1, norm_coefficient = 0.0, mode = "heavy"> (r, t, x, g, v) })",
                  "node 'Momentum_0' (ai.onnx.preview.training.Momentum): mode must be standard or nesterov, got 'heavy'");
-  expect_refused(std::string(kTraining) + R"(g (float r, int64 t, float[1] x, float[1] g, float[1] v) => (float[1] y, float[1] v2) {
+  expect_text_model_refused(std::string(kTraining) + R"(g (float r, int64 t, float[1] x, float[1] g, float[1] v) => (float[1] y, float[1] v2) {
   y, v2 = ai.onnx.preview.training.Momentum <alpha = 0.9, norm_coefficient = 0.0, mode = "standard"> (r, t, x, g, v) })",
                  "node 'Momentum_0' (ai.onnx.preview.training.Momentum): missing required attribute 'beta'");
 }
 
 TEST(TrainingOptimizers, AGroupWhoseShapesDisagreeAndANegativeCountAreErrors) {
   Env env;
-  auto s = load(env, std::string(kTraining) + R"(g (float r, int64 t, float[A] x, float[B] g, float[C] h) => (float[A] y, float[A] h2) {
+  auto s = load_text_model(env, std::string(kTraining) + R"(g (float r, int64 t, float[A] x, float[B] g, float[C] h) => (float[A] y, float[A] h2) {
   y, h2 = ai.onnx.preview.training.Adagrad(r, t, x, g, h) })");
   ASSERT_TRUE(s.is_ok()) << s.status().to_string();
   Tensor r = Tensor::from_vector<float>(DataType::kFloat32, {}, {0.1f});
@@ -184,7 +175,7 @@ struct Step {
 TEST(TrainingOptimizers, LaterStepsApplyDecayBetaAndBiasCorrection) {
   Env env;
   Step in;
-  auto ada = load(env, std::string(kTraining) + R"(g (float r, int64 t, float[2] x, float[2] g, float[2] h) => (float[2] y, float[2] h2) {
+  auto ada = load_text_model(env, std::string(kTraining) + R"(g (float r, int64 t, float[2] x, float[2] g, float[2] h) => (float[2] y, float[2] h2) {
   y, h2 = ai.onnx.preview.training.Adagrad <decay_factor = 0.1, epsilon = 0.00001, norm_coefficient = 0.001> (r, t, x, g, h) })");
   ASSERT_TRUE(ada.is_ok()) << ada.status().to_string();
   auto a = ada->run({{"r", in.r}, {"t", in.t}, {"x", in.x}, {"g", in.g}, {"h", in.s1}});
@@ -193,7 +184,7 @@ TEST(TrainingOptimizers, LaterStepsApplyDecayBetaAndBiasCorrection) {
   expect_near_all((*a)[1].second, {0.501001f, 3.256004f}, 1e-5f);
 
   for (const char* mode : {"standard", "nesterov"}) {
-    auto mom = load(env, std::string(kTraining) + R"(g (float r, int64 t, float[2] x, float[2] g, float[2] v) => (float[2] y, float[2] v2) {
+    auto mom = load_text_model(env, std::string(kTraining) + R"(g (float r, int64 t, float[2] x, float[2] g, float[2] v) => (float[2] y, float[2] v2) {
   y, v2 = ai.onnx.preview.training.Momentum <alpha = 0.9, beta = 0.5, norm_coefficient = 0.001, mode = ")" + mode +
                                R"("> (r, t, x, g, v) })");
     ASSERT_TRUE(mom.is_ok()) << mom.status().to_string();
@@ -205,7 +196,7 @@ TEST(TrainingOptimizers, LaterStepsApplyDecayBetaAndBiasCorrection) {
   }
 
   // Adam in float64, with norm_coefficient_post; only X_new and V_new are asked for.
-  auto adam = load(env, std::string(kTraining) + R"(g (double r, int64 t, double[2] x, double[2] g, double[2] v, double[2] h) => (double[2] y, double[2] v2) {
+  auto adam = load_text_model(env, std::string(kTraining) + R"(g (double r, int64 t, double[2] x, double[2] g, double[2] v, double[2] h) => (double[2] y, double[2] v2) {
   y, v2 = ai.onnx.preview.training.Adam <alpha = 0.9, beta = 0.999, epsilon = 0.0000001, norm_coefficient = 0.001, norm_coefficient_post = 0.01> (r, t, x, g, v, h) })");
   ASSERT_TRUE(adam.is_ok()) << adam.status().to_string();
   auto as_double = [](const Tensor& f) {

@@ -13,32 +13,23 @@
 namespace bulkhead::test {
 namespace {
 
-Result<Session> load(const Env& env, const std::string& text) { return env.load_bytes(model_text_bytes(text), "m"); }
-
-void expect_refused(const std::string& text, const std::string& part) {
-  Env env;
-  auto s = load(env, text);
-  ASSERT_FALSE(s.is_ok());
-  EXPECT_NE(s.status().message().find(part), std::string::npos) << s.status().to_string();
-}
-
 const char* kOpset27 = R"(<ir_version: 11, opset_import: ["" : 27]>
 )";
 
 TEST(SequenceAttention, LinearAttentionRefusals) {
   const std::string sig = "g (float[1,2,4] q, float[1,2,4] k, float[1,2,4] v, float[1,2,2] d, float[1,2,2] b) => "
                           "(float[1,2,4] y, float[1,2,2,2] s) ";
-  expect_refused(kOpset27 + sig + R"({ y, s = LinearAttention <q_num_heads = 2, kv_num_heads = 2, update_rule = "fast"> (q, k, v, , d, b) })",
+  expect_text_model_refused(kOpset27 + sig + R"({ y, s = LinearAttention <q_num_heads = 2, kv_num_heads = 2, update_rule = "fast"> (q, k, v, , d, b) })",
                  "node 'LinearAttention_0' (LinearAttention): update_rule must be linear, gated, delta or gated_delta, got 'fast'");
-  expect_refused(kOpset27 + sig + R"({ y, s = LinearAttention <q_num_heads = 2, kv_num_heads = 2, update_rule = "gated"> (q, k, v) })",
+  expect_text_model_refused(kOpset27 + sig + R"({ y, s = LinearAttention <q_num_heads = 2, kv_num_heads = 2, update_rule = "gated"> (q, k, v) })",
                  "node 'LinearAttention_0' (LinearAttention): update_rule 'gated' requires the decay input");
-  expect_refused(kOpset27 + sig + R"({ y, s = LinearAttention <q_num_heads = 2, kv_num_heads = 2, update_rule = "linear"> (q, k, v, , , b) })",
+  expect_text_model_refused(kOpset27 + sig + R"({ y, s = LinearAttention <q_num_heads = 2, kv_num_heads = 2, update_rule = "linear"> (q, k, v, , , b) })",
                  "node 'LinearAttention_0' (LinearAttention): update_rule 'linear' forbids the beta input");
-  expect_refused(kOpset27 + sig + R"({ y, s = LinearAttention <q_num_heads = 3, kv_num_heads = 2> (q, k, v, , d, b) })",
+  expect_text_model_refused(kOpset27 + sig + R"({ y, s = LinearAttention <q_num_heads = 3, kv_num_heads = 2> (q, k, v, , d, b) })",
                  "node 'LinearAttention_0' (LinearAttention): q_num_heads (3) must be a positive multiple of kv_num_heads (2)");
-  expect_refused(kOpset27 + sig + R"({ y, s = LinearAttention <q_num_heads = 2> (q, k, v, , d, b) })",
+  expect_text_model_refused(kOpset27 + sig + R"({ y, s = LinearAttention <q_num_heads = 2> (q, k, v, , d, b) })",
                  "node 'LinearAttention_0' (LinearAttention): q_num_heads and kv_num_heads are required");
-  expect_refused(kOpset27 + std::string(R"(g (int32[1,2,4] q, int32[1,2,4] k, int32[1,2,4] v) => (int32[1,2,4] y, int32[1,2,2,2] s) {
+  expect_text_model_refused(kOpset27 + std::string(R"(g (int32[1,2,4] q, int32[1,2,4] k, int32[1,2,4] v) => (int32[1,2,4] y, int32[1,2,2,2] s) {
   y, s = LinearAttention <q_num_heads = 2, kv_num_heads = 2, update_rule = "linear"> (q, k, v) })"),
                  "node 'LinearAttention_0' (LinearAttention): LinearAttention takes float16, bfloat16, float32 or float64 "
                  "tensors, not int32 (input 'query')");
@@ -46,7 +37,7 @@ TEST(SequenceAttention, LinearAttentionRefusals) {
 
 TEST(SequenceAttention, LinearAttentionShapeErrorsNameTheTensor) {
   Env env;
-  auto s = load(env, kOpset27 + std::string(R"(g (float[1,2,4] q, float[1,2,4] k, float[1,2,4] v, float[1,2,3] b) => (float[1,2,4] y, float[1,2,2,2] s) {
+  auto s = load_text_model(env, kOpset27 + std::string(R"(g (float[1,2,4] q, float[1,2,4] k, float[1,2,4] v, float[1,2,3] b) => (float[1,2,4] y, float[1,2,2,2] s) {
   y, s = LinearAttention <q_num_heads = 2, kv_num_heads = 2, update_rule = "delta"> (q, k, v, , , b) })"));
   ASSERT_TRUE(s.is_ok()) << s.status().to_string();
   auto r = s->run({{"q", Tensor::host(DataType::kFloat32, {1, 2, 4})}, {"k", Tensor::host(DataType::kFloat32, {1, 2, 4})},
@@ -63,7 +54,7 @@ TEST(SequenceAttention, LinearAttentionShapeErrorsNameTheTensor) {
 // (without the gate t1 would retrieve S.k = 2, giving S = [3,1] and o = 1).
 TEST(SequenceAttention, LinearAttentionEraseGateInFloat64) {
   Env env;
-  auto s = load(env, kOpset27 + std::string(R"(g (double[1,2,2] q, double[1,2,2] k, double[1,2,1] v, double[1,2,1] b, double[1,2,2] e) => (double[1,2,1] y, double[1,1,2,1] s) {
+  auto s = load_text_model(env, kOpset27 + std::string(R"(g (double[1,2,2] q, double[1,2,2] k, double[1,2,1] v, double[1,2,1] b, double[1,2,2] e) => (double[1,2,1] y, double[1,1,2,1] s) {
   y, s = LinearAttention <q_num_heads = 1, kv_num_heads = 1, update_rule = "delta", scale = 1.0> (q, k, v, , , b, e) })"));
   ASSERT_TRUE(s.is_ok()) << s.status().to_string();
   auto r = s->run({{"q", Tensor::from_vector<double>(DataType::kFloat64, {1, 2, 2}, {1, 0, 0, 1})},
@@ -82,7 +73,7 @@ TEST(SequenceAttention, LinearAttentionEraseGateInFloat64) {
 // present_state keeps past_state's element type (float32) when the activations are float16.
 TEST(SequenceAttention, LinearAttentionStateKeepsItsOwnType) {
   Env env;
-  auto s = load(env, kOpset27 + std::string(R"(g (float16[1,1,1] q, float16[1,1,1] k, float16[1,1,1] v, float[1,1,1,1] p) => (float16[1,1,1] y, float[1,1,1,1] s) {
+  auto s = load_text_model(env, kOpset27 + std::string(R"(g (float16[1,1,1] q, float16[1,1,1] k, float16[1,1,1] v, float[1,1,1,1] p) => (float16[1,1,1] y, float[1,1,1,1] s) {
   y, s = LinearAttention <q_num_heads = 1, kv_num_heads = 1, update_rule = "linear"> (q, k, v, p) })"));
   ASSERT_TRUE(s.is_ok()) << s.status().to_string();
   Tensor one = Tensor::from_vector<uint16_t>(DataType::kFloat16, {1, 1, 1}, {float_to_half(1.0f)});
@@ -95,15 +86,15 @@ TEST(SequenceAttention, LinearAttentionStateKeepsItsOwnType) {
 }
 
 TEST(SequenceAttention, CausalConvWithStateRefusals) {
-  expect_refused(kOpset27 + std::string(R"(g (float[1,2,4] x, float[2,1,3] w) => (float[1,2,4] y, float[1,2,2] s) {
+  expect_text_model_refused(kOpset27 + std::string(R"(g (float[1,2,4] x, float[2,1,3] w) => (float[1,2,4] y, float[1,2,2] s) {
   y, s = CausalConvWithState <activation = "gelu"> (x, w) })"),
                  "node 'CausalConvWithState_0' (CausalConvWithState): activation must be none, silu or swish, got 'gelu'");
-  expect_refused(kOpset27 + std::string(R"(g (int64[1,2,4] x, int64[2,1,3] w) => (int64[1,2,4] y, int64[1,2,2] s) {
+  expect_text_model_refused(kOpset27 + std::string(R"(g (int64[1,2,4] x, int64[2,1,3] w) => (int64[1,2,4] y, int64[1,2,2] s) {
   y, s = CausalConvWithState (x, w) })"),
                  "node 'CausalConvWithState_0' (CausalConvWithState): CausalConvWithState takes float16, bfloat16, float32 or "
                  "float64 tensors, not int64 (input 'input')");
   Env env;
-  auto s = load(env, kOpset27 + std::string(R"(g (float[1,2,4] x, float[1,2,3] w) => (float[1,2,4] y, float[1,2,2] s) {
+  auto s = load_text_model(env, kOpset27 + std::string(R"(g (float[1,2,4] x, float[1,2,3] w) => (float[1,2,4] y, float[1,2,2] s) {
   y, s = CausalConvWithState (x, w) })"));
   ASSERT_TRUE(s.is_ok()) << s.status().to_string();
   auto r = s->run({{"x", Tensor::host(DataType::kFloat32, {1, 2, 4})}, {"w", Tensor::host(DataType::kFloat32, {1, 2, 3})}});
@@ -116,7 +107,7 @@ TEST(SequenceAttention, CausalConvWithStateRefusals) {
 // -> convolution [1, 3, 6], then x * sigmoid(x); present_state is the last input, 3.
 TEST(SequenceAttention, CausalConvWithStateSiluInFloat64) {
   Env env;
-  auto s = load(env, kOpset27 + std::string(R"(g (double[1,1,3] x, double[1,1,2] w, double[1] b, double[1,1,1] p) => (double[1,1,3] y, double[1,1,1] s) {
+  auto s = load_text_model(env, kOpset27 + std::string(R"(g (double[1,1,3] x, double[1,1,2] w, double[1] b, double[1,1,1] p) => (double[1,1,3] y, double[1,1,1] s) {
   y, s = CausalConvWithState <activation = "silu"> (x, w, b, p) })"));
   ASSERT_TRUE(s.is_ok()) << s.status().to_string();
   auto r = s->run({{"x", Tensor::from_vector<double>(DataType::kFloat64, {1, 1, 3}, {1, 2, 3})},
@@ -133,7 +124,7 @@ TEST(SequenceAttention, CausalConvWithStateSiluInFloat64) {
 // A model that does not ask for present_state still gets the convolution.
 TEST(SequenceAttention, CausalConvWithStateWithoutPresentState) {
   Env env;
-  auto s = load(env, kOpset27 + std::string(R"(g (float[1,1,2] x, float[1,1,3] w) => (float[1,1,2] y) {
+  auto s = load_text_model(env, kOpset27 + std::string(R"(g (float[1,1,2] x, float[1,1,3] w) => (float[1,1,2] y) {
   y, = CausalConvWithState (x, w) })"));
   ASSERT_TRUE(s.is_ok()) << s.status().to_string();
   auto r = s->run({{"x", Tensor::from_vector<float>(DataType::kFloat32, {1, 1, 2}, {1, 2})},
@@ -150,12 +141,12 @@ const char* kPreview = R"(<ir_version: 10, opset_import: ["" : 26, "ai.onnx.prev
 
 TEST(SequenceAttention, FlexAttentionRefusals) {
   const std::string sig = "g (float16[1,1,2,4] q, float16[1,1,2,4] k, float16[1,1,2,4] v) => (float16[1,1,2,4] y) ";
-  expect_refused(kPreview + sig + "{ y = ai.onnx.preview.FlexAttention <enable_gqa = 1> (q, k, v) }",
+  expect_text_model_refused(kPreview + sig + "{ y = ai.onnx.preview.FlexAttention <enable_gqa = 1> (q, k, v) }",
                  "node 'FlexAttention_0' (ai.onnx.preview.FlexAttention): attribute 'enable_gqa' is not supported");
-  expect_refused(kPreview + sig + R"({ y = ai.onnx.preview.FlexAttention <score_mod = m (float s, int64 b, int64 h, int64 i, int64 j) => (float o) { o = Identity(s) }> (q, k, v) })",
+  expect_text_model_refused(kPreview + sig + R"({ y = ai.onnx.preview.FlexAttention <score_mod = m (float s, int64 b, int64 h, int64 i, int64 j) => (float o) { o = Identity(s) }> (q, k, v) })",
                  "node 'FlexAttention_0' (ai.onnx.preview.FlexAttention): score_mod must take one input (the whole score "
                  "tensor) and give one output; it takes 5 and gives 1");
-  expect_refused(kPreview + sig + R"({ y = ai.onnx.preview.FlexAttention <prob_mod = m (double[1,1,2,2] p) => (double[1,1,2,2] o) { o = Identity(p) }> (q, k, v) })",
+  expect_text_model_refused(kPreview + sig + R"({ y = ai.onnx.preview.FlexAttention <prob_mod = m (double[1,1,2,2] p) => (double[1,1,2,2] o) { o = Identity(p) }> (q, k, v) })",
                  "node 'FlexAttention_0' (ai.onnx.preview.FlexAttention): prob_mod declares float64 input, but takes float32 "
                  "probabilities for float16 Q and K");
 }
@@ -165,7 +156,7 @@ TEST(SequenceAttention, FlexAttentionRefusals) {
 // masked entirely and gets no mass (zeros, as Softmax does here); prob_mod doubles.
 TEST(SequenceAttention, FlexAttentionMaskModAndAFullyMaskedRow) {
   Env env;
-  auto s = load(env, kPreview + std::string(R"(g (float[1,1,2,2] q, float[1,1,2,2] k, float[1,1,2,2] v) => (float[1,1,2,2] y) {
+  auto s = load_text_model(env, kPreview + std::string(R"(g (float[1,1,2,2] q, float[1,1,2,2] k, float[1,1,2,2] v) => (float[1,1,2,2] y) {
   y = ai.onnx.preview.FlexAttention <
       score_mod = sm (float[1,1,2,2] s) => (float[1,1,2,2] o) { one = Constant <value = float[1] {1.0}> () o = Add(s, one) },
       mask_mod = mm (float[1,1,2,2] s) => (float[1,1,2,2] o) {
@@ -185,7 +176,7 @@ TEST(SequenceAttention, FlexAttentionMaskModAndAFullyMaskedRow) {
 
 TEST(SequenceAttention, FlexAttentionNamesASubgraphResultOfTheWrongShape) {
   Env env;
-  auto s = load(env, kPreview + std::string(R"(g (float[1,1,2,2] q, float[1,1,2,2] k, float[1,1,2,2] v) => (float[1,1,2,2] y) {
+  auto s = load_text_model(env, kPreview + std::string(R"(g (float[1,1,2,2] q, float[1,1,2,2] k, float[1,1,2,2] v) => (float[1,1,2,2] y) {
   y = ai.onnx.preview.FlexAttention <score_mod = sm (float[1,1,2,2] s) => (float[2] o) { o = Constant <value = float[2] {1.0, 2.0}> () }>
     (q, k, v) })"));
   ASSERT_TRUE(s.is_ok()) << s.status().to_string();

@@ -33,6 +33,19 @@ inline std::string model_text_bytes(const std::string& text) {
   return *r;
 }
 
+// A session of a model written in ONNX's text form.
+inline Result<Session> load_text_model(const Env& env, const std::string& text) {
+  return env.load_bytes(model_text_bytes(text), "m");
+}
+
+// Expects session creation for the text model to fail with a message containing `part`.
+inline void expect_text_model_refused(const std::string& text, const std::string& part) {
+  Env env;
+  auto s = load_text_model(env, text);
+  ASSERT_FALSE(s.is_ok());
+  EXPECT_NE(s.status().message().find(part), std::string::npos) << s.status().to_string();
+}
+
 class TempDir {
  public:
   TempDir() {

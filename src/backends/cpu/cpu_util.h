@@ -119,6 +119,21 @@ inline Status need_host(const Tensor& t, const std::string& where, const char* w
   return Status::ok();
 }
 
+// Input `i`, which must be present and readable by the CPU; errors name it (`what`).
+inline Result<const Tensor*> required_input(KernelContext& ctx, int i, const std::string& what) {
+  const Tensor* t = ctx.input(i);
+  if (!t) return invalid_argument(ctx.where() + "missing required input " + std::to_string(i) + " (" + what + ")");
+  if (!t->raw() && t->numel() > 0)
+    return invalid_argument(ctx.where() + "input " + std::to_string(i) + " (" + what + ") is not in host memory");
+  return t;
+}
+
+// An optional input: nullptr when omitted, else as required_input.
+inline Result<const Tensor*> optional_input(KernelContext& ctx, int i, const std::string& what) {
+  if (!ctx.has_input(i)) return static_cast<const Tensor*>(nullptr);
+  return required_input(ctx, i, what);
+}
+
 }  // namespace bulkhead::cpu
 
 // Dispatch helpers: BH_DISPATCH_FLOAT(dtype, T, body) runs `body` with T bound to the

@@ -29,6 +29,7 @@
 #include "backends/cpu/cpu_kernels.h"
 #include "backends/cpu/cpu_util.h"
 #include "backends/cpu/kernels/dnnl_common.h"
+#include "backends/cpu/kernels/quant_util.h"
 #include "backends/cpu/kernels/type_check.h"
 
 namespace bulkhead::cpu {
@@ -1085,10 +1086,6 @@ struct IntConvInputs {
   int64_t N = 0, C = 0, M = 0;
 };
 
-int64_t int_value(const Tensor& t, int64_t i) {
-  return t.dtype() == DataType::kUInt8 ? int64_t{t.data<uint8_t>()[i]} : int64_t{t.data<int8_t>()[i]};
-}
-
 Status int_conv_prepare(KernelContext& ctx, const ConvAttrs& a, int xi, int xzi, int wi, int wzi, IntConvInputs* in) {
   const Tensor* x = ctx.input(xi);
   const Tensor* w = ctx.input(wi);
@@ -1113,16 +1110,16 @@ Status int_conv_prepare(KernelContext& ctx, const ConvAttrs& a, int xi, int xzi,
     if (t->dtype() != of.dtype() || (t->numel() != 1 && t->numel() != per))
       return invalid_argument(ctx.where() + what + " must be one " + dtype_name(of.dtype()) + " value or " + std::to_string(per) +
                               ", got " + t->describe());
-    for (int64_t j = 0; j < per; ++j) z[j] = int_value(*t, t->numel() == 1 ? 0 : j);
+    for (int64_t j = 0; j < per; ++j) z[j] = int_at(*t, t->numel() == 1 ? 0 : j);
     return z;
   };
   BH_ASSIGN_OR_RETURN(auto zx, zero(xzi, *x, 1, "x_zero_point"));
   BH_ASSIGN_OR_RETURN(auto zw, zero(wzi, *w, in->M, "w_zero_point"));
   in->xs.resize(static_cast<size_t>(x->numel()));
-  for (int64_t i = 0; i < x->numel(); ++i) in->xs[i] = int_value(*x, i) - zx[0];
+  for (int64_t i = 0; i < x->numel(); ++i) in->xs[i] = int_at(*x, i) - zx[0];
   in->ws.resize(static_cast<size_t>(w->numel()));
   const int64_t per_m = in->M ? w->numel() / in->M : 0;
-  for (int64_t i = 0; i < w->numel(); ++i) in->ws[i] = int_value(*w, i) - zw[per_m ? i / per_m : 0];
+  for (int64_t i = 0; i < w->numel(); ++i) in->ws[i] = int_at(*w, i) - zw[per_m ? i / per_m : 0];
   return Status::ok();
 }
 
@@ -1141,14 +1138,6 @@ Status conv_integer_compute(KernelContext& ctx, const ConvAttrs& a) {
   int32_t* yp = y.data<int32_t>();
   for (size_t i = 0; i < acc.size(); ++i) yp[i] = static_cast<int32_t>(static_cast<uint32_t>(acc[i]));  // wraps as int32 would
   return Status::ok();
-}
-
-float scale_value(const Tensor& t, int64_t i) {
-  switch (t.dtype()) {
-    case DataType::kFloat16: return half_to_float(t.data<uint16_t>()[i]);
-    case DataType::kBFloat16: return bfloat16_to_float(t.data<uint16_t>()[i]);
-    default: return t.data<float>()[i];
-  }
 }
 
 Status qlinear_conv_compute(KernelContext& ctx, const ConvAttrs& a) {
@@ -1180,13 +1169,14 @@ Status qlinear_conv_compute(KernelContext& ctx, const ConvAttrs& a) {
   std::vector<int64_t> acc(static_cast<size_t>(y.numel()));
   conv_ref<int64_t>(in.xs.data(), in.ws.data(), b.empty() ? nullptr : b.data(), acc.data(), in.N, in.C, in.M, a.group,
                     to_geo3(in.g), ctx.threads());
-  const int64_t zy = yz && yz->numel() ? int_value(*yz, 0) : 0;
+  const int64_t zy = yz && yz->numel() ? int_at(*yz, 0) : 0;
   const double lo = yt == DataType::kUInt8 ? 0 : -128, hi = yt == DataType::kUInt8 ? 255 : 127;
   const int64_t osz = in.M ? y.numel() / (in.N * in.M) : 0;
+  std::vector<float> mult(static_cast<size_t>(in.M));  // x_scale * w_scale[m] / y_scale, per output channel
+  for (int64_t m = 0; m < in.M; ++m) mult[m] = float_at(*xs, 0) * float_at(*ws, ws->numel() == 1 ? 0 : m) / float_at(*ys, 0);
   for (int64_t i = 0; i < y.numel(); ++i) {
     const int64_t m = (i / osz) % in.M;
-    const float mult = scale_value(*xs, 0) * scale_value(*ws, ws->numel() == 1 ? 0 : m) / scale_value(*ys, 0);
-    double v = std::nearbyint(static_cast<double>(static_cast<float>(acc[i]) * mult)) + zy;
+    double v = std::nearbyint(static_cast<double>(static_cast<float>(acc[i]) * mult[m])) + zy;
     v = std::isnan(v) ? static_cast<double>(zy) : std::clamp(v, lo, hi);  // a NaN or zero scale: the zero point
     if (yt == DataType::kUInt8) y.data<uint8_t>()[i] = static_cast<uint8_t>(v);
     else y.data<int8_t>()[i] = static_cast<int8_t>(v);

@@ -30,14 +30,6 @@ int64_t prod_range(const Shape& s, int b, int e) {
   return p;
 }
 
-Result<const Tensor*> required_input(KernelContext& ctx, int i, const char* what) {
-  const Tensor* t = ctx.input(i);
-  if (!t) return invalid_argument(ctx.where() + "missing required input " + std::to_string(i) + " (" + what + ")");
-  if (!t->raw() && t->numel() > 0)
-    return invalid_argument(ctx.where() + "input " + std::to_string(i) + " (" + what + ") is not in host memory");
-  return t;
-}
-
 // Reads a one-element integer tensor (axis, k).
 Result<int64_t> read_scalar_int(KernelContext& ctx, const Tensor& t, const char* what) {
   if (t.dtype() != DataType::kInt64 && t.dtype() != DataType::kInt32)

@@ -17,21 +17,11 @@
 #include "backends/cpu/cpu_kernels.h"
 #include "backends/cpu/cpu_util.h"
 #include "backends/cpu/kernels/cast.h"
+#include "backends/cpu/kernels/quant_util.h"
 #include "bulkhead/dtype.h"
 
 namespace bulkhead::cpu {
 namespace {
-
-Result<const Tensor*> host_input(KernelContext& ctx, int i, const char* what, bool required) {
-  const Tensor* t = ctx.input(i);
-  if (!t) {
-    if (required) return invalid_argument(ctx.where() + "missing required input " + std::to_string(i) + " (" + what + ")");
-    return t;
-  }
-  if (!t->raw() && t->numel() > 0)
-    return invalid_argument(ctx.where() + "input " + std::to_string(i) + " (" + what + ") is not in host memory");
-  return t;
-}
 
 // Scales and zero points are float32, float16 or bfloat16.
 bool scale_type(DataType t) { return t == DataType::kFloat32 || t == DataType::kFloat16 || t == DataType::kBFloat16; }
@@ -56,31 +46,6 @@ void int_range(DataType t, int32_t* lo, int32_t* hi) {
     case DataType::kUInt2: *lo = 0; *hi = 3; break;
     case DataType::kInt2: *lo = -2; *hi = 1; break;
     default: *lo = std::numeric_limits<int32_t>::min(); *hi = std::numeric_limits<int32_t>::max(); break;
-  }
-}
-
-// Element i of a tensor of any quantised or scale type, as float (exact for every type here
-// but int32 beyond 2^24, which DequantizeLinear reads through int_at instead).
-float float_at(const Tensor& t, int64_t i) {
-  switch (t.dtype()) {
-    case DataType::kFloat32: return t.data<float>()[i];
-    case DataType::kFloat16: return half_to_float(t.data<uint16_t>()[i]);
-    case DataType::kBFloat16: return bfloat16_to_float(t.data<uint16_t>()[i]);
-    case DataType::kInt32: return static_cast<float>(t.data<int32_t>()[i]);
-    default:
-      if (dtype_is_small_float(t.dtype())) return small_float_to_float(t.dtype(), t.data<uint8_t>()[i]);
-      return 0.0f;
-  }
-}
-
-int32_t int_at(const Tensor& t, int64_t i) {
-  switch (t.dtype()) {
-    case DataType::kUInt8: case DataType::kUInt4: case DataType::kUInt2: return t.data<uint8_t>()[i];
-    case DataType::kInt8: case DataType::kInt4: case DataType::kInt2: return t.data<int8_t>()[i];
-    case DataType::kUInt16: return t.data<uint16_t>()[i];
-    case DataType::kInt16: return t.data<int16_t>()[i];
-    case DataType::kInt32: return t.data<int32_t>()[i];
-    default: return 0;
   }
 }
 
@@ -169,9 +134,9 @@ Result<QuantAttrs> quant_attrs(const KernelInfo& info) {
 // QuantizeLinear
 
 Status quantize_compute(KernelContext& ctx, const QuantAttrs& a) {
-  BH_ASSIGN_OR_RETURN(const Tensor* xp, host_input(ctx, 0, "x", true));
-  BH_ASSIGN_OR_RETURN(const Tensor* sp, host_input(ctx, 1, "y_scale", true));
-  BH_ASSIGN_OR_RETURN(const Tensor* zp, host_input(ctx, 2, "y_zero_point", false));
+  BH_ASSIGN_OR_RETURN(const Tensor* xp, required_input(ctx, 0, "x"));
+  BH_ASSIGN_OR_RETURN(const Tensor* sp, required_input(ctx, 1, "y_scale"));
+  BH_ASSIGN_OR_RETURN(const Tensor* zp, optional_input(ctx, 2, "y_zero_point"));
   const Tensor &x = *xp, &scale = *sp;
   if (!scale_type(x.dtype()) && x.dtype() != DataType::kInt32)
     return unsupported(ctx.where() + "input x must be float32, float16, bfloat16 or int32, got " + dtype_name(x.dtype()));
@@ -226,9 +191,9 @@ Status quantize_compute(KernelContext& ctx, const QuantAttrs& a) {
 // DequantizeLinear
 
 Status dequantize_compute(KernelContext& ctx, const QuantAttrs& a) {
-  BH_ASSIGN_OR_RETURN(const Tensor* xp, host_input(ctx, 0, "x", true));
-  BH_ASSIGN_OR_RETURN(const Tensor* sp, host_input(ctx, 1, "x_scale", true));
-  BH_ASSIGN_OR_RETURN(const Tensor* zp, host_input(ctx, 2, "x_zero_point", false));
+  BH_ASSIGN_OR_RETURN(const Tensor* xp, required_input(ctx, 0, "x"));
+  BH_ASSIGN_OR_RETURN(const Tensor* sp, required_input(ctx, 1, "x_scale"));
+  BH_ASSIGN_OR_RETURN(const Tensor* zp, optional_input(ctx, 2, "x_zero_point"));
   const Tensor &x = *xp, &scale = *sp;
   const DataType xt = x.dtype();
   const bool small = dtype_is_small_float(xt);
@@ -264,7 +229,7 @@ Status dequantize_compute(KernelContext& ctx, const QuantAttrs& a) {
 // zero_point = saturate(round(-min / scale)).
 
 Status dynamic_quantize_compute(KernelContext& ctx) {
-  BH_ASSIGN_OR_RETURN(const Tensor* xp, host_input(ctx, 0, "x", true));
+  BH_ASSIGN_OR_RETURN(const Tensor* xp, required_input(ctx, 0, "x"));
   const Tensor& x = *xp;
   if (x.dtype() != DataType::kFloat32)
     return unsupported(ctx.where() + "input x must be float32, got " + dtype_name(x.dtype()));
@@ -306,7 +271,7 @@ Status qlinear_matmul_compute(KernelContext& ctx) {
   const char* names[8] = {"a", "a_scale", "a_zero_point", "b", "b_scale", "b_zero_point", "y_scale", "y_zero_point"};
   const Tensor* in[8];
   for (int i = 0; i < 8; ++i) {
-    BH_ASSIGN_OR_RETURN(in[i], host_input(ctx, i, names[i], i != 7));
+    BH_ASSIGN_OR_RETURN(in[i], i == 7 ? optional_input(ctx, i, names[i]) : required_input(ctx, i, names[i]));
   }
   const Tensor &A = *in[0], &B = *in[3];
   auto eight_bit = [](DataType t) { return t == DataType::kUInt8 || t == DataType::kInt8; };

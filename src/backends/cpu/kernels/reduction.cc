@@ -39,15 +39,6 @@ int64_t prod_range(const Shape& s, int b, int e) {
 template <typename T>
 constexpr bool kIsFloat = std::is_floating_point_v<T>;
 
-// Reads a tensor that must be present; an error names the input otherwise.
-Result<const Tensor*> required_input(KernelContext& ctx, int i, const char* what) {
-  const Tensor* t = ctx.input(i);
-  if (!t) return invalid_argument(ctx.where() + "missing required input " + std::to_string(i) + " (" + what + ")");
-  if (!t->raw() && t->numel() > 0)
-    return invalid_argument(ctx.where() + "input " + std::to_string(i) + " (" + what + ") is not in host memory");
-  return t;
-}
-
 Status copy_to_output(KernelContext& ctx, int i, const Tensor& x) {
   BH_ASSIGN_OR_RETURN(Tensor y, ctx.allocate_output(i, x.dtype(), x.shape()));
   if (x.nbytes()) std::memcpy(y.raw(), x.raw(), x.nbytes());

@@ -17,14 +17,6 @@
 namespace bulkhead::cpu {
 namespace {
 
-Result<const Tensor*> required_input(KernelContext& ctx, int i, const std::string& what) {
-  const Tensor* t = ctx.input(i);
-  if (!t) return invalid_argument(ctx.where() + "missing required input " + std::to_string(i) + " (" + what + ")");
-  if (!t->raw() && t->numel() > 0)
-    return invalid_argument(ctx.where() + "input " + std::to_string(i) + " (" + what + ") is not in host memory");
-  return t;
-}
-
 // A floating-point tensor's elements as doubles.
 Result<std::vector<double>> doubles_of(KernelContext& ctx, const Tensor& x, const std::string& what) {
   if (!dtype_is_float(x.dtype()))

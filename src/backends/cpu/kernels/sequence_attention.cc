@@ -39,20 +39,6 @@ Status require_float_input(const KernelInfo& info, size_t i, const char* what) {
                      dtype_name(t) + " (input '" + what + "')");
 }
 
-Result<const Tensor*> required_input(KernelContext& ctx, int i, const char* what) {
-  const Tensor* t = ctx.input(i);
-  if (!t) return invalid_argument(ctx.where() + "missing required input " + std::to_string(i) + " (" + what + ")");
-  if (!t->raw() && t->numel() > 0)
-    return invalid_argument(ctx.where() + "input " + std::to_string(i) + " (" + what + ") is not in host memory");
-  return t;
-}
-
-// An optional input, nullptr when omitted.
-Result<const Tensor*> optional_input(KernelContext& ctx, int i, const char* what) {
-  if (!ctx.has_input(i)) return static_cast<const Tensor*>(nullptr);
-  return required_input(ctx, i, what);
-}
-
 Status require_float(KernelContext& ctx, const Tensor& t, const char* what) {
   if (dtype_is_float(t.dtype())) return Status::ok();
   return unsupported(ctx.where() + "takes float16, bfloat16, float32 or float64 tensors, not " + dtype_name(t.dtype()) +

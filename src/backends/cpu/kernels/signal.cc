@@ -69,10 +69,8 @@ struct Buffers {
 };
 
 Result<const Tensor*> float_input(KernelContext& ctx, int i, const char* what) {
-  const Tensor* t = ctx.input(i);
-  if (!t) return invalid_argument(ctx.where() + "missing input " + std::to_string(i) + " (" + what + ")");
+  BH_ASSIGN_OR_RETURN(const Tensor* t, required_input(ctx, i, what));
   if (!dtype_is_float(t->dtype())) return invalid_argument(ctx.where() + what + " must be floating-point, got " + t->describe());
-  if (!t->raw() && t->numel()) return invalid_argument(ctx.where() + what + " is not in host memory");
   return t;
 }
 
