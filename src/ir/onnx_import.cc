@@ -19,6 +19,7 @@
 
 #include "common/text.h"
 #include "io/file.h"
+#include "ir/gradient.h"
 #include "ir/infer.h"
 #include "onnx/onnx_pb.h"
 #include "onnx/onnx-data_pb.h"
@@ -504,6 +505,14 @@ Result<Model> convert_model(const onnx::ModelProto& proto, const std::string& na
   BH_ASSIGN_OR_RETURN(m.graph, convert_graph(proto.graph(), ctx));
   Status inferred = infer_shapes(*m.graph, m);
   if (!inferred.is_ok()) return inferred.with_context("'" + name + "': ");
+  if (has_gradient_nodes(*m.graph)) {
+    // Gradient becomes ordinary nodes (ir/gradient.h), which are then sorted and inferred.
+    auto opset = m.opsets.find("");
+    BH_RETURN_IF_ERROR(expand_gradients(*m.graph, opset == m.opsets.end() ? 0 : opset->second).with_context(where));
+    BH_RETURN_IF_ERROR(topo_sort(*m.graph, where));
+    inferred = infer_shapes(*m.graph, m);
+    if (!inferred.is_ok()) return inferred.with_context("'" + name + "': ");
+  }
   return m;
 }
 

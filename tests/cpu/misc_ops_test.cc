@@ -53,7 +53,25 @@ g (float[1,1,2,2] x, int64[1,1,2,2] i) => (float[1,1,4,4] y) { y = MaxUnpool <ke
   auto bad = u->run({{"x", Tensor::host(DataType::kFloat32, {1, 1, 2, 2})},
                      {"i", Tensor::from_vector<int64_t>(DataType::kInt64, {1, 1, 2, 2}, {0, 3, 8, 99})}});
   ASSERT_FALSE(bad.is_ok());
-  EXPECT_NE(bad.status().message().find("index 99 is outside the output of 16 elements"), std::string::npos) << bad.status().to_string();
+  EXPECT_NE(bad.status().message().find("index 99 is outside the unpooled tensor of 16 elements"), std::string::npos) << bad.status().to_string();
+  // output_shape: the unpooled 4x4 keeps its index space at the output's origin, so
+  // index 5 (row 1, column 1 of 4x4) lands at row 1, column 1 of the 5x5 output.
+  auto w = load_text_model(env, R"(<ir_version: 8, opset_import: ["" : 11]>
+g (float[1,1,2,2] x, int64[1,1,2,2] i, int64[4] s) => (float[1,1,A,B] y) { y = MaxUnpool <kernel_shape = [2, 2], strides = [2, 2]> (x, i, s) })");
+  ASSERT_TRUE(w.is_ok()) << w.status().to_string();
+  Tensor x4 = Tensor::from_vector<float>(DataType::kFloat32, {1, 1, 2, 2}, {5, 6, 7, 8});
+  Tensor i4 = Tensor::from_vector<int64_t>(DataType::kInt64, {1, 1, 2, 2}, {5, 7, 13, 15});
+  auto big = w->run({{"x", x4}, {"i", i4}, {"s", Tensor::from_vector<int64_t>(DataType::kInt64, {4}, {1, 1, 5, 5})}});
+  ASSERT_TRUE(big.is_ok()) << big.status().to_string();
+  const float* y = (*big)[0].second.data<float>();
+  EXPECT_EQ(y[1 * 5 + 1], 5.f);
+  EXPECT_EQ(y[1 * 5 + 3], 6.f);
+  EXPECT_EQ(y[3 * 5 + 1], 7.f);
+  EXPECT_EQ(y[3 * 5 + 3], 8.f);
+  auto small = w->run({{"x", x4}, {"i", i4}, {"s", Tensor::from_vector<int64_t>(DataType::kInt64, {4}, {1, 1, 3, 5})}});
+  ASSERT_FALSE(small.is_ok());
+  EXPECT_NE(small.status().message().find("output_shape [1,1,3,5] is smaller than the unpooled shape [1,1,4,4]"), std::string::npos)
+      << small.status().to_string();
 }
 
 TEST(MiscOps, LossesRefuseABadReductionAndTargetsOutOfRange) {

@@ -1,4 +1,4 @@
-// RoiAlign and the ai.onnx.preview.training optimisers (Adagrad, Adam, Momentum) on the
+// RoiAlign, the ai.onnx.preview.training optimisers (Adagrad, Adam, Momentum) and Gradient on the
 // CPU: what the conformance cases do not cover — the refusals at session creation and at
 // run time, each naming node, operator and the unsupported thing, and edge cases (rois
 // reaching outside the image with adaptive sampling, a second batch image, the opset 10
@@ -213,6 +213,87 @@ TEST(TrainingOptimizers, LaterStepsApplyDecayBetaAndBiasCorrection) {
   EXPECT_NEAR(y[1], -2.00116939, 1e-6);
   EXPECT_NEAR(v[0], 0.2751, 1e-6);
   EXPECT_NEAR(v[1], 0.7498, 1e-6);
+}
+
+// ---------------------------------------------------------------------------------------
+// Gradient (expanded at import into ordinary nodes, ir/gradient.h)
+
+Tensor floats(Shape shape, std::vector<float> v) { return Tensor::from_vector<float>(DataType::kFloat32, shape, v); }
+
+TEST(Gradient, BroadcastOperandsSumBackAndUnusedInputsGetZero) {
+  // y = a * b + relu(a) - exp(c), with b [3] broadcast against a [2,3]; u is unused.
+  Env env;
+  auto s = load_text_model(env, R"(<ir_version: 8, opset_import: ["" : 12, "ai.onnx.preview.training" : 1]>
+g (float[2,3] a, float[3] b, float[1] c, float[2] u) => (float[2,3] y, float[2,3] da, float[3] db, float[1] dc, float[2] du) {
+  m = Mul (a, b)
+  r = Relu (a)
+  s = Add (m, r)
+  e = Exp (c)
+  y = Sub (s, e)
+  da, db, dc, du = ai.onnx.preview.training.Gradient <xs = ["a", "b", "c", "u"], y = "y"> (a, b, c, u)
+})");
+  ASSERT_TRUE(s.is_ok()) << s.status().to_string();
+  std::vector<float> a = {1, -2, 3, -4, 5, -6}, b = {0.5f, 2, -1};
+  auto r = s->run({{"a", floats({2, 3}, a)}, {"b", floats({3}, b)}, {"c", floats({1}, {0.25f})}, {"u", floats({2}, {7, 8})}});
+  ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+  std::vector<float> da, db = {a[0] + a[3], a[1] + a[4], a[2] + a[5]};
+  for (int i = 0; i < 6; ++i) da.push_back(b[i % 3] + (a[i] > 0 ? 1.f : 0.f));
+  expect_near_all((*r)[1].second, da, 1e-6f);
+  expect_near_all((*r)[2].second, db, 1e-6f);
+  expect_near_all((*r)[3].second, {-6 * std::exp(0.25f)}, 1e-5f);  // exp(c) broadcast over 6 elements
+  expect_near_all((*r)[4].second, {0, 0}, 0);
+}
+
+TEST(Gradient, MatMulSigmoidAndAValueUsedTwice) {
+  // y = Sigmoid(A @ B) + A @ B: z feeds two nodes, so its gradients add up.
+  Env env;
+  auto s = load_text_model(env, R"(<ir_version: 8, opset_import: ["" : 13, "ai.onnx.preview.training" : 1]>
+g (float[2,2] A, float[2,1] B) => (float[2,1] dz, float[2,2] dA, float[2,1] dB) {
+  z = MatMul (A, B)
+  q = Sigmoid (z)
+  y = Add (q, z)
+  dA, dB = ai.onnx.preview.training.Gradient <xs = ["A", "B"], y = "y"> (A, B)
+  dz = ai.onnx.preview.training.Gradient <xs = ["z"], y = "y"> (z)
+})");
+  ASSERT_TRUE(s.is_ok()) << s.status().to_string();
+  std::vector<float> A = {1, 2, -1, 0.5f}, B = {0.3f, -0.2f};
+  auto r = s->run({{"A", floats({2, 2}, A)}, {"B", floats({2, 1}, B)}});
+  ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+  float g[2];
+  for (int i = 0; i < 2; ++i) {
+    float z = A[2 * i] * B[0] + A[2 * i + 1] * B[1], q = 1 / (1 + std::exp(-z));
+    g[i] = q * (1 - q) + 1;  // dy/dz
+  }
+  expect_near_all((*r)[0].second, {g[0], g[1]}, 1e-6f);
+  expect_near_all((*r)[1].second, {g[0] * B[0], g[0] * B[1], g[1] * B[0], g[1] * B[1]}, 1e-6f);
+  expect_near_all((*r)[2].second, {A[0] * g[0] + A[2] * g[1], A[1] * g[0] + A[3] * g[1]}, 1e-6f);
+}
+
+TEST(Gradient, RefusesOperatorsWithoutARuleAndInputsThatAreNotXs) {
+  expect_text_model_refused(R"(<ir_version: 8, opset_import: ["" : 12, "ai.onnx.preview.training" : 1]>
+g (float[2] a) => (float[2] da) {
+  y = Sin (a)
+  da = ai.onnx.preview.training.Gradient <xs = ["a"], y = "y"> (a)
+})",
+                            "node 'Gradient_1' (ai.onnx.preview.training.Gradient): no gradient rule for node 'Sin_0' (Sin)");
+  expect_text_model_refused(R"(<ir_version: 8, opset_import: ["" : 12, "ai.onnx.preview.training" : 1]>
+g (float[2] a, float[2] b) => (float[2] da) {
+  y = Neg (a)
+  da = ai.onnx.preview.training.Gradient <xs = ["a"], y = "y"> (b)
+})",
+                            "node 'Gradient_1' (ai.onnx.preview.training.Gradient): the inputs must be the values named by xs and then zs");
+  expect_text_model_refused(R"(<ir_version: 8, opset_import: ["" : 12, "ai.onnx.preview.training" : 1]>
+g (int64[2] a) => (int64[2] da) {
+  y = Neg (a)
+  da = ai.onnx.preview.training.Gradient <xs = ["a"], y = "y"> (a)
+})",
+                            "y 'y' is int64; only float32 and float64 are differentiated");
+  expect_text_model_refused(R"(<ir_version: 8, opset_import: ["" : 12, "ai.onnx.preview.training" : 1]>
+g (float[N] a, float[M] b) => (float[2] da) {
+  y = Add (a, b)
+  da = ai.onnx.preview.training.Gradient <xs = ["a"], y = "y"> (a)
+})",
+                            "are not known at import, so its gradient cannot be summed over broadcast axes");
 }
 
 }  // namespace

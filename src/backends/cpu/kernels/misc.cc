@@ -401,7 +401,11 @@ Status center_crop_pad_compute(KernelContext& ctx, const std::vector<int64_t>& a
 
 // =====================================================================================
 // MaxUnpool (opset 9/11): zeros, with each X value written where its index (into the
-// whole flattened output, as MaxPool's Indices) points.
+// whole flattened unpooled tensor, as MaxPool's Indices) points. The unpooled shape is
+// (in - 1) * stride + kernel - pads per spatial axis. With `output_shape` (as the ONNX
+// reference defines it) the pads are ignored, the unpooled tensor keeps its own index
+// space and sits at the origin of the larger output, which is zero elsewhere: the
+// indices never address the padding.
 // =====================================================================================
 
 struct UnpoolAttrs {
@@ -418,34 +422,52 @@ Status max_unpool_compute(KernelContext& ctx, const UnpoolAttrs& a) {
     return invalid_argument(ctx.where() + "I must be int64 of X's shape " + shape_to_string(x.shape()) + ", got " + ind.describe());
   if (x.dtype() != DataType::kFloat32 && x.dtype() != DataType::kFloat64 && x.dtype() != DataType::kFloat16)
     BH_UNSUPPORTED_DTYPE(ctx.where(), x.dtype());
-  Shape out = x.shape();
+  const Tensor* os = ctx.input(2);
+  const bool explicit_shape = os && os->numel();
+  Shape unpooled = x.shape();
   for (int d = 0; d < nsp; ++d) {
     const int64_t stride = d < static_cast<int>(a.strides.size()) ? a.strides[d] : 1;
-    const int64_t pb = d < static_cast<int>(a.pads.size()) ? a.pads[d] : 0;
-    const int64_t pe = d + nsp < static_cast<int>(a.pads.size()) ? a.pads[d + nsp] : 0;
+    const int64_t pb = !explicit_shape && d < static_cast<int>(a.pads.size()) ? a.pads[d] : 0;
+    const int64_t pe = !explicit_shape && d + nsp < static_cast<int>(a.pads.size()) ? a.pads[d + nsp] : 0;
     int64_t span = 0;
     if (__builtin_mul_overflow(x.dim(d + 2) - 1, stride, &span) || span > (int64_t{1} << 50))
       return invalid_argument(ctx.where() + "the output of MaxUnpool would be too large");
-    out[d + 2] = span + a.kernel[d] - pb - pe;
+    unpooled[d + 2] = span + a.kernel[d] - pb - pe;
+    if (unpooled[d + 2] < 0)
+      return invalid_argument(ctx.where() + "the pads leave a negative unpooled size " + shape_to_string(unpooled));
   }
-  if (const Tensor* os = ctx.input(2); os && os->numel()) {
+  Shape out = unpooled;
+  if (explicit_shape) {
+    if (os->rank() != 1 || (os->dtype() != DataType::kInt64 && os->dtype() != DataType::kInt32))
+      return invalid_argument(ctx.where() + "output_shape must be a 1-D int64 tensor, got " + os->describe());
     std::vector<int64_t> want = read_int_tensor(*os);
     if (static_cast<int>(want.size()) != x.rank())
       return invalid_argument(ctx.where() + "output_shape must have " + std::to_string(x.rank()) + " values");
+    for (int d = 0; d < x.rank(); ++d)
+      if (want[d] < unpooled[d])
+        return invalid_argument(ctx.where() + "output_shape " + shape_to_string(Shape(want.begin(), want.end())) +
+                                " is smaller than the unpooled shape " + shape_to_string(unpooled));
     out = Shape(want.begin(), want.end());
   }
-  int64_t total = 0;
-  if (!checked_numel(out, &total) || (total <= 0 && x.numel() > 0))
+  int64_t total = 0, inner = 0;
+  if (!checked_numel(out, &total) || (total <= 0 && x.numel() > 0) || !checked_numel(unpooled, &inner))
     return invalid_argument(ctx.where() + "the output shape " + shape_to_string(out) + " is invalid");
   BH_ASSIGN_OR_RETURN(Tensor y, ctx.allocate_output(0, x.dtype(), out));
   const size_t es = dtype_size(x.dtype());
   std::memset(y.raw(), 0, y.nbytes());
   const int64_t* I = ind.data<int64_t>();
   for (int64_t i = 0; i < x.numel(); ++i) {
-    if (I[i] < 0 || I[i] >= total)
-      return invalid_argument(ctx.where() + "index " + std::to_string(I[i]) + " is outside the output of " +
-                              std::to_string(total) + " elements");
-    std::memcpy(static_cast<unsigned char*>(y.raw()) + I[i] * es, static_cast<const unsigned char*>(x.raw()) + i * es, es);
+    if (I[i] < 0 || I[i] >= inner)
+      return invalid_argument(ctx.where() + "index " + std::to_string(I[i]) + " is outside the unpooled tensor of " +
+                              std::to_string(inner) + " elements");
+    // The index in the unpooled tensor's coordinates, re-laid in the output's.
+    int64_t rest = I[i], at = 0, step = 1;
+    for (int d = x.rank() - 1; d >= 0; --d) {
+      at += (rest % unpooled[d]) * step;
+      rest /= unpooled[d];
+      step *= out[d];
+    }
+    std::memcpy(static_cast<unsigned char*>(y.raw()) + at * es, static_cast<const unsigned char*>(x.raw()) + i * es, es);
   }
   return Status::ok();
 }
