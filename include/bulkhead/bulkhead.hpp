@@ -67,9 +67,16 @@ struct SessionOptions {
   // runs to its end, and a batch of work already submitted to a GPU is waited for, since
   // its memory cannot be given back while the device may still use it.
   int64_t run_timeout_ms = 0;
+  // The most runs of this session that execute at once; 0 = no limit (the default). A
+  // run beyond it waits for one to finish (in arrival order), within its time limit when
+  // it has one, so a burst of callers costs at most this many runs' memory. Whatever the
+  // limit, when the last of several overlapping runs ends the session gives the memory
+  // the burst cached back to the system (Session::memory() counts it in `trimmed`).
+  int max_concurrent_runs = 0;
   // Parses "devices=cpu;threads=2;graph_capture=0;optimization_level=1" style option strings (CLI, env vars);
   // also isolation=process, worker_timeout_ms=N, worker_binary=PATH, submit_policy=split,
-  // max_file_bytes=N[K|M|G], max_tensor_bytes=N[K|M|G], max_loop_iterations=N, run_timeout_ms=N.
+  // max_file_bytes=N[K|M|G], max_tensor_bytes=N[K|M|G], max_loop_iterations=N, run_timeout_ms=N,
+  // max_concurrent_runs=N.
   static Result<SessionOptions> parse(const std::string& spec);
   // Applies an option string of the same form onto these options: all or nothing.
   Status apply(const std::string& spec);
@@ -128,12 +135,25 @@ class Session {
   // Memory the session's allocator holds on each of its devices ("cpu:0", ...): `peak`
   // is the most its runs have had in use at once (the arena a run needs), `cached` what
   // it keeps for the next run, so that steady-state runs allocate nothing new. Empty for
-  // a session in a worker process (isolation "process").
+  // a session in a worker process (isolation "process"). `trimmed` counts what the
+  // session gave back after bursts of overlapping runs (SessionOptions::max_concurrent_runs).
   struct MemoryUse {
     std::string device;
     AllocatorStats stats;
   };
   std::vector<MemoryUse> memory() const;
+  // The session's runs as they overlap: `limit` is max_concurrent_runs (0 = none),
+  // `running` how many execute now, `most_at_once` the most that ever executed at once,
+  // `waited` how many runs had to wait for a slot (and `timed_out` how many of those
+  // reached their time limit while waiting). Thread-safe; a snapshot.
+  struct RunCounts {
+    int limit = 0;
+    int running = 0;
+    int most_at_once = 0;
+    uint64_t waited = 0;
+    uint64_t timed_out = 0;
+  };
+  RunCounts runs() const;
   const SessionOptions& options() const;
   // The pid of the worker process serving this session (isolation "process"); -1 for an
   // in-process session, and between a worker's death and its replacement.

@@ -81,6 +81,9 @@ struct AllocatorStats {
   // (0 where the allocator plans none).
   size_t arena = 0;
   size_t arena_blocks = 0;  // the allocations of one run placed in it
+  // Bytes of cache given back to the system so far, each time the last of several
+  // overlapping runs ended (what a burst cached beyond the steady state).
+  size_t trimmed = 0;
 };
 
 class RunAllocator;

@@ -58,7 +58,7 @@ def _worker_binary():
 
 _OPTION_NAMES = ("devices", "threads", "optimization_level", "graph_capture", "submit_policy", "isolation",
                  "worker_timeout_ms", "worker_binary", "max_file_bytes", "max_tensor_bytes", "max_loop_iterations",
-                 "run_timeout_ms")
+                 "run_timeout_ms", "max_concurrent_runs")
 
 
 def _config(options=None, **kwargs):
@@ -131,9 +131,14 @@ class Session:
         return self._s.placement()
 
     def memory(self):
-        """{device: {in_use, peak, cached, arena, arena_blocks}} in bytes (empty for a
-        session in a worker process)."""
+        """{device: {in_use, peak, cached, arena, arena_blocks, trimmed}} in bytes (empty
+        for a session in a worker process)."""
         return self._s.memory()
+
+    def runs(self):
+        """{limit, running, most_at_once, waited, timed_out}: this session's runs as they
+        overlap (limit = the max_concurrent_runs option, 0 = none)."""
+        return self._s.runs()
 
     @property
     def worker_pid(self):
@@ -159,7 +164,8 @@ class Env:
         Keywords: devices (["vulkan:0", "cpu"]), threads, optimization_level (0-2),
         graph_capture, submit_policy ("single", "per-dispatch", "split", "auto[:N]"),
         isolation ("in-process" or "process"), worker_timeout_ms, worker_binary,
-        max_file_bytes, max_tensor_bytes, max_loop_iterations, run_timeout_ms; or an
+        max_file_bytes, max_tensor_bytes, max_loop_iterations, run_timeout_ms,
+        max_concurrent_runs; or an
         option string in ``options``."""
         c = _config(options, **kwargs)
         if isinstance(model, (bytes, bytearray, memoryview)):

@@ -41,8 +41,9 @@ def test_real_models(env, name):
         assert float(np.max(np.abs(v - reference(name, n)))) <= REAL[name]
     assert sum(s.placement().values()) > 0
     mem = s.memory()
-    assert mem and all(m["peak"] > 0 for m in mem.values())
+    assert mem and all(m["peak"] > 0 and m["trimmed"] == 0 for m in mem.values())
     assert s.worker_pid == -1
+    assert s.runs() == {"limit": 0, "running": 0, "most_at_once": 1, "waited": 0, "timed_out": 0}
 
 
 def test_process_isolation(env):
@@ -71,6 +72,10 @@ def test_options(env):
         env.load(p, devices=["nosuch"])
     with pytest.raises(ValueError, match="empty entry"):
         env.load(p, "devices=cpu,,cpu")
+    s = env.load(p, threads=1, max_concurrent_runs=2)
+    assert s.runs()["limit"] == 2
+    with pytest.raises(ValueError, match="max_concurrent_runs"):
+        env.load(p, max_concurrent_runs=-1)
 
 
 def test_limits_raise_and_leave_the_session_usable(env):

@@ -9,7 +9,7 @@ namespace {
 
 // Every SessionOptions field must reach the worker: when this fails, a field was added
 // or changed — forward it in put_options/get_options below, then update the size.
-static_assert(sizeof(SessionOptions) == 176,
+static_assert(sizeof(SessionOptions) == 184,
               "SessionOptions changed: forward the new field to the worker in src/isolate/protocol.cc");
 
 Status malformed(const char* what) { return internal_error(std::string("malformed ") + what + " message from the peer"); }
@@ -27,6 +27,7 @@ void put_options(Writer& w, const SessionOptions& o) {
   w.u64(o.max_tensor_bytes);
   w.i64(o.max_loop_iterations);
   w.i64(o.run_timeout_ms);
+  w.i32(o.max_concurrent_runs);
 }
 
 SessionOptions get_options(Reader& r) {
@@ -43,6 +44,7 @@ SessionOptions get_options(Reader& r) {
   o.max_tensor_bytes = r.u64();
   o.max_loop_iterations = r.i64();
   o.run_timeout_ms = r.i64();
+  o.max_concurrent_runs = r.i32();
   return o;
 }
 

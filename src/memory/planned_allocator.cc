@@ -1,5 +1,7 @@
 #include "memory/planned_allocator.h"
 
+#include <malloc.h>  // malloc_trim
+
 #include <cstdlib>  // getenv
 #include <cstring>
 #include <limits>
@@ -119,6 +121,7 @@ class RunArena final : public RunAllocator {
     if (finished_) return;
     finished_ = true;
     owner_->busy_ = false;
+    owner_->run_closed_locked();
     // A failed run says nothing about the next one: keep the plan as it is.
     if (!ok) return;
     if (arena_ && !diverged_ && trace_.size() == plan_->size()) return;  // the plan held
@@ -143,6 +146,38 @@ class RunArena final : public RunAllocator {
   std::vector<std::pair<size_t, size_t>> live_ranges_;  // [offset, end) of live arena blocks
   uint64_t clock_ = 0;
   bool diverged_ = false, finished_ = false;
+};
+
+// A run that overlaps the one holding the arena: it allocates from the cache, and says
+// when it is over, so that the allocator knows when a burst ends.
+class CacheRun final : public RunAllocator {
+ public:
+  explicit CacheRun(std::shared_ptr<PlannedHostAllocator> owner) : owner_(std::move(owner)) {}
+  const Domain& domain() const override { return owner_->domain(); }
+  std::string name() const override { return owner_->name() + "/run"; }
+  AllocatorStats stats() const override { return owner_->stats(); }
+  Result<std::shared_ptr<Buffer>> allocate(size_t size, size_t alignment) override {
+    size_t cls = 0;
+    BH_ASSIGN_OR_RETURN(void* p, owner_->cache_->take(size, alignment, &cls));
+    {
+      std::lock_guard lock(owner_->mu_);
+      owner_->count_in_locked(cls);
+    }
+    return std::make_shared<Buffer>(shared_from_this(), domain(), p, cls);
+  }
+  void release(void* data, void* handle, size_t size) override { owner_->release(data, handle, size); }
+  void finish(bool) override {
+    {
+      std::lock_guard lock(owner_->mu_);
+      if (finished_) return;
+      finished_ = true;
+      owner_->run_closed_locked();
+    }
+  }
+
+ private:
+  std::shared_ptr<PlannedHostAllocator> owner_;
+  bool finished_ = false;  // guarded by owner_->mu_
 };
 
 PlannedHostAllocator::PlannedHostAllocator(std::string name)
@@ -179,6 +214,7 @@ AllocatorStats PlannedHostAllocator::stats() const {
   s.in_use = in_use_;
   s.peak = peak_;
   s.cached = cache_->bytes_cached();
+  s.trimmed = trimmed_;
   if (arena_) {
     s.cached += arena_->size - arena_->live_bytes;
     s.arena = arena_->size;
@@ -187,14 +223,29 @@ AllocatorStats PlannedHostAllocator::stats() const {
   return s;
 }
 
+void PlannedHostAllocator::run_closed_locked() {
+  if (--runs_open_ > 0 || !overlapped_) return;
+  // The last of several overlapping runs is over: what the overlapping ones cached is
+  // beyond what one run at a time needs (the arena, and the cache blocks of its
+  // outputs, which the next run takes again). Give it back to the system.
+  overlapped_ = false;
+  trimmed_ += cache_->bytes_cached();
+  cache_->trim();
+#if defined(__GLIBC__)
+  // Blocks under 2 MiB came from malloc, which keeps freed memory in its heaps.
+  malloc_trim(0);
+#endif
+}
+
 std::shared_ptr<RunAllocator> PlannedHostAllocator::open_run() {
   std::lock_guard lock(mu_);
-  if (disabled_ || busy_) return nullptr;
+  auto self = std::static_pointer_cast<PlannedHostAllocator>(shared_from_this());
+  if (++runs_open_ > 1) overlapped_ = true;
+  if (disabled_ || busy_) return std::make_shared<CacheRun>(std::move(self));
   busy_ = true;
   // Blocks of the arena still alive from an earlier run (an output the plan did not
   // expect): this run gets an arena of its own; the old one goes with its last block.
   if (arena_ && arena_->live_blocks > 0) arena_ = Arena::make(arena_->size);
-  auto self = std::static_pointer_cast<PlannedHostAllocator>(shared_from_this());
   return std::make_shared<RunArena>(std::move(self), arena_, arena_ ? plan_ : nullptr);
 }
 

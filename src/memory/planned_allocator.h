@@ -17,7 +17,8 @@
 // handed out only when no live block of the arena overlaps it.
 //
 // Runs of one session may overlap: one run at a time holds the arena (open_run), the
-// others allocate from the cache. Each session owns its allocator (I3): no block moves
+// others allocate from the cache. When the last of several overlapping runs ends, the
+// cache is given back to the system (a burst must not leave its memory behind). Each session owns its allocator (I3): no block moves
 // between sessions. BULKHEAD_CPU_ARENA=0 turns planning off for the process.
 //
 // Thread-safe: one mutex guards the plan, the arena and the counters.
@@ -58,6 +59,10 @@ class PlannedHostAllocator final : public Allocator {
 
  private:
   friend class RunArena;
+  friend class CacheRun;
+  // A run opened by open_run() is over. When it was the last of several that overlapped,
+  // the cache is trimmed. Holds mu_.
+  void run_closed_locked();
   // Called by a run that recorded `trace` (one block per allocation, in order; `open`
   // marks those still alive at its end) instead of replaying the plan. Holds mu_.
   void replan_locked(const std::vector<ArenaBlock>& trace, const std::vector<bool>& open);
@@ -72,7 +77,9 @@ class PlannedHostAllocator final : public Allocator {
   bool busy_ = false;      // a run holds the arena
   bool disabled_ = false;  // planning given up (or turned off)
   int replans_ = 0;
-  size_t in_use_ = 0, peak_ = 0;
+  int runs_open_ = 0;       // runs opened and not yet finished
+  bool overlapped_ = false; // two or more were open at once since runs_open_ was last 0
+  size_t in_use_ = 0, peak_ = 0, trimmed_ = 0;
 };
 
 }  // namespace bulkhead

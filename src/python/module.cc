@@ -381,6 +381,7 @@ PYBIND11_MODULE(_bulkhead, m) {
       .def_readwrite("max_tensor_bytes", &SessionOptions::max_tensor_bytes)
       .def_readwrite("max_loop_iterations", &SessionOptions::max_loop_iterations)
       .def_readwrite("run_timeout_ms", &SessionOptions::run_timeout_ms)
+      .def_readwrite("max_concurrent_runs", &SessionOptions::max_concurrent_runs)
       .def("apply", [](SessionOptions& o, const std::string& spec) { ensure_ok(o.apply(spec)); })
       .def("validate", [](const SessionOptions& o) { ensure_ok(o.validate()); });
 
@@ -425,8 +426,19 @@ PYBIND11_MODULE(_bulkhead, m) {
           e["cached"] = m.stats.cached;
           e["arena"] = m.stats.arena;
           e["arena_blocks"] = m.stats.arena_blocks;
+          e["trimmed"] = m.stats.trimmed;
           d[py::str(m.device)] = e;
         }
+        return d;
+      })
+      .def("runs", [](const PySession& s) {
+        auto r = s.session.runs();
+        py::dict d;
+        d["limit"] = r.limit;
+        d["running"] = r.running;
+        d["most_at_once"] = r.most_at_once;
+        d["waited"] = r.waited;
+        d["timed_out"] = r.timed_out;
         return d;
       })
       .def_property_readonly("worker_pid", [](const PySession& s) { return s.session.worker_pid(); })

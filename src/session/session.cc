@@ -1,4 +1,6 @@
 #include <chrono>
+#include <condition_variable>
+#include <mutex>
 #include <thread>
 #include <unordered_set>
 
@@ -36,6 +38,17 @@ class SessionImpl {
   // isolation "process": the session lives in a worker and runs are forwarded there
   // (no model, no plan here).
   std::unique_ptr<isolate::RemoteSession> remote;
+
+  // Runs executing now, against options.max_concurrent_runs; waiters queue by ticket.
+  struct Slots {
+    std::mutex mu;
+    std::condition_variable cv;
+    int running = 0, most = 0;
+    uint64_t next_ticket = 0, serving = 0;  // FIFO: a waiter runs when its ticket is served
+    uint64_t waited = 0, timed_out = 0;
+    std::unordered_set<uint64_t> abandoned;  // tickets of waiters that timed out
+  };
+  mutable Slots slots;
 
   ~SessionImpl() {
     // Kernels and constants go before the devices and allocators they came from.
@@ -110,6 +123,8 @@ Result<Session> build_session(const std::shared_ptr<EnvImpl>& env, ir::Model mod
   return SessionAccess::make(std::move(impl));
 }
 
+constexpr int kMaxConcurrentRuns = 1 << 20;
+
 // Every option a session is built with, checked once: from parse(), or set in code.
 Status check_options(const SessionOptions& o) {
   if (o.threads < 0 || o.threads > SessionOptions::kMaxThreads)
@@ -131,6 +146,10 @@ Status check_options(const SessionOptions& o) {
     return invalid_argument("bad value " + std::to_string(o.max_loop_iterations) + " for session option 'max_loop_iterations': expected >= 0");
   if (o.run_timeout_ms < 0)
     return invalid_argument("bad value " + std::to_string(o.run_timeout_ms) + " for session option 'run_timeout_ms': expected >= 0");
+  if (o.max_concurrent_runs < 0 || o.max_concurrent_runs > kMaxConcurrentRuns)
+    return invalid_argument("bad value " + std::to_string(o.max_concurrent_runs) +
+                            " for session option 'max_concurrent_runs': expected 0.." + std::to_string(kMaxConcurrentRuns) +
+                            " (0 = no limit)");
   return Status::ok();
 }
 
@@ -237,6 +256,12 @@ Status SessionOptions::apply(const std::string& spec) {
       if (!parse_int_in(v, 0, INT64_MAX, &n))
         return invalid_argument("bad value '" + v + "' for session option '" + k + "': expected a whole number >= 0 (0 = no limit)");
       (k == "run_timeout_ms" ? o.run_timeout_ms : o.max_loop_iterations) = n;
+    } else if (k == "max_concurrent_runs") {
+      int64_t n = 0;
+      if (!parse_int_in(v, 0, kMaxConcurrentRuns, &n))
+        return invalid_argument("bad value '" + v + "' for session option 'max_concurrent_runs': expected an integer 0.." +
+                                std::to_string(kMaxConcurrentRuns) + " (0 = no limit)");
+      o.max_concurrent_runs = static_cast<int>(n);
     } else if (k == "worker_binary") {
       if (v.empty()) return invalid_argument("session option 'worker_binary' is empty");
       o.worker_binary = v;
@@ -247,7 +272,7 @@ Status SessionOptions::apply(const std::string& spec) {
       return invalid_argument("unknown session option '" + k +
                               "' (known: devices, threads, graph_capture, optimization_level, isolation, "
                               "worker_timeout_ms, worker_binary, submit_policy, max_file_bytes, max_tensor_bytes, max_loop_iterations, "
-                              "run_timeout_ms)");
+                              "run_timeout_ms, max_concurrent_runs)");
     }
   }
   *this = std::move(o);
@@ -283,6 +308,19 @@ std::vector<std::pair<std::string, int>> Session::placement() const {
   return r;
 }
 
+Session::RunCounts Session::runs() const {
+  RunCounts r;
+  if (!impl_) return r;
+  auto& sl = impl_->slots;
+  std::lock_guard lock(sl.mu);
+  r.limit = impl_->options.max_concurrent_runs;
+  r.running = sl.running;
+  r.most_at_once = sl.most;
+  r.waited = sl.waited;
+  r.timed_out = sl.timed_out;
+  return r;
+}
+
 std::vector<Session::MemoryUse> Session::memory() const {
   std::vector<MemoryUse> r;
   if (impl_->remote) return r;
@@ -292,6 +330,62 @@ std::vector<Session::MemoryUse> Session::memory() const {
 }
 
 namespace {
+
+// One of the session's run slots (SessionOptions::max_concurrent_runs), held for a run's
+// whole execution. Without a limit it only counts. Waiters are served in arrival order.
+class RunSlot {
+ public:
+  static Result<RunSlot> acquire(const SessionImpl& s, int64_t timeout_ms, exec::RunLimits::Clock::time_point started) {
+    auto& sl = s.slots;
+    const int limit = s.options.max_concurrent_runs;
+    std::unique_lock lock(sl.mu);
+    if (limit > 0 && (sl.running >= limit || sl.serving != sl.next_ticket)) {
+      const uint64_t ticket = sl.next_ticket++;
+      ++sl.waited;
+      auto mine = [&] { return sl.serving == ticket && sl.running < limit; };
+      if (timeout_ms > 0) {
+        if (!sl.cv.wait_until(lock, started + std::chrono::milliseconds(timeout_ms), mine)) {
+          ++sl.timed_out;
+          // Give the turn up: later tickets must not wait for this one.
+          skip_locked(sl, ticket);
+          return Status(StatusCode::kDeadlineExceeded,
+                        "the run took longer than its time limit of " + std::to_string(timeout_ms) +
+                            " ms waiting for one of the session's " + std::to_string(limit) +
+                            " run slots (session option max_concurrent_runs)");
+        }
+      } else {
+        sl.cv.wait(lock, mine);
+      }
+      ++sl.serving;
+      advance_locked(sl);
+    }
+    ++sl.running;
+    sl.most = std::max(sl.most, sl.running);
+    if (limit > 0) sl.cv.notify_all();  // the next ticket may also fit
+    return RunSlot(&sl);
+  }
+  RunSlot(RunSlot&& o) noexcept : sl_(std::exchange(o.sl_, nullptr)) {}
+  RunSlot& operator=(RunSlot&&) = delete;
+  ~RunSlot() {
+    if (!sl_) return;
+    std::lock_guard lock(sl_->mu);
+    --sl_->running;
+    sl_->cv.notify_all();
+  }
+
+ private:
+  explicit RunSlot(SessionImpl::Slots* sl) : sl_(sl) {}
+  // Tickets given up by waiters that timed out are skipped when their turn comes.
+  static void skip_locked(SessionImpl::Slots& sl, uint64_t ticket) {
+    sl.abandoned.insert(ticket);
+    advance_locked(sl);
+    sl.cv.notify_all();
+  }
+  static void advance_locked(SessionImpl::Slots& sl) {
+    while (sl.abandoned.erase(sl.serving)) ++sl.serving;
+  }
+  SessionImpl::Slots* sl_;
+};
 
 // Session::run_values; `own_outputs` = false lets outputs alias inputs and weights (for
 // a caller that copies them at once: the worker of process isolation).
@@ -333,17 +427,24 @@ Result<NamedValues> run_session(const SessionImpl& s, const NamedValues& inputs,
       wanted.push_back(i);
     }
   }
+  const int64_t timeout = options.timeout_ms >= 0 ? options.timeout_ms : s.options.run_timeout_ms;
+  const auto started = exec::RunLimits::Clock::now();
+  BH_ASSIGN_OR_RETURN(RunSlot slot, RunSlot::acquire(s, timeout, started));
   if (s.remote) {
     std::vector<std::string> names;
     for (size_t i : wanted) names.push_back(s.outputs[i].name);
-    return s.remote->run(inputs, names, options.profile, options.timeout_ms);
+    int64_t remote_timeout = options.timeout_ms;
+    if (timeout > 0) {  // what the wait for a slot left of it
+      auto spent = std::chrono::duration_cast<std::chrono::milliseconds>(exec::RunLimits::Clock::now() - started).count();
+      remote_timeout = std::max<int64_t>(1, timeout - spent);
+    }
+    return s.remote->run(inputs, names, options.profile, remote_timeout);
   }
 
   exec::RunLimits limits;
-  const int64_t timeout = options.timeout_ms >= 0 ? options.timeout_ms : s.options.run_timeout_ms;
   if (timeout > 0) {
     limits.timeout_ms = timeout;
-    limits.deadline = exec::RunLimits::Clock::now() + std::chrono::milliseconds(timeout);
+    limits.deadline = started + std::chrono::milliseconds(timeout);  // the wait for a slot counts
   }
   limits.max_tensor_bytes = s.options.max_tensor_bytes;
   limits.max_loop_iterations = s.options.max_loop_iterations;

@@ -6,7 +6,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
+#include <random>
 
 #include "bulkhead/bulkhead.hpp"
 #include "onnx/onnx_pb.h"
@@ -339,6 +341,132 @@ TEST(TreeEnsemble, RefusesCyclesAndBadModes) {
   expect_refused(model(0, {1, 0}), "node 'te' (ai.onnx.ml.TreeEnsemble): the nodes reached from root 0 form a cycle");
   expect_refused(model(9, {1, 0}), "node 'te' (ai.onnx.ml.TreeEnsemble): node 0 has mode 9 (0-6)");
   expect_refused(model(0, {1, 5}), "node 'te' (ai.onnx.ml.TreeEnsemble): node 1 points to node 5, which does not exist");
+}
+
+
+// ---------------------------------------------------------------------------------------
+// ConvInteger and QLinearConv on oneDNN's int8 convolutions against the exact reference
+// loops (BULKHEAD_CPU_INT8=0), over the forms real quantised models use.
+
+namespace int8conv {
+
+std::string ints_text(int64_t n, uint32_t seed, int lo, int hi) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int> d(lo, hi);
+  std::string s;
+  for (int64_t i = 0; i < n; ++i) s += (i ? "," : "") + std::to_string(d(rng));
+  return s;
+}
+
+Tensor random_ints(DataType t, const Shape& shape, uint32_t seed) {
+  Tensor x = Tensor::host(t, shape);
+  std::mt19937 rng(seed);
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    const int v = static_cast<int>(rng() % 256);
+    if (t == DataType::kUInt8) x.data<uint8_t>()[i] = static_cast<uint8_t>(v);
+    else x.data<int8_t>()[i] = static_cast<int8_t>(v - 128);
+  }
+  return x;
+}
+
+struct Case {
+  const char* name;
+  bool qlinear;
+  const char* xt;  // "uint8" / "int8"
+  const char* wt;
+  int C, M, group, k, stride, pad, dilation, H;
+  bool bias, per_channel, w_zero_point, w_is_input;
+  int wz_lo = 128;
+};
+
+std::string model_for(const Case& c) {
+  const int Cg = c.C / c.group;
+  const int64_t wn = int64_t{c.M} * Cg * c.k * c.k;
+  const std::string wshape = "[" + std::to_string(c.M) + "," + std::to_string(Cg) + "," + std::to_string(c.k) + "," + std::to_string(c.k) + "]";
+  const bool wu8 = std::string(c.wt) == "uint8";
+  std::string inits, ins = std::string(c.xt) + "[1," + std::to_string(c.C) + "," + std::to_string(c.H) + "," + std::to_string(c.H) + "] x";
+  if (c.w_is_input) ins += ", " + std::string(c.wt) + wshape + " w";
+  else inits += std::string(c.wt) + wshape + " w = {" + ints_text(wn, 11, wu8 ? 0 : -128, wu8 ? 255 : 127) + "}";
+  auto add = [&](const std::string& t) { inits += (inits.empty() ? "" : ", ") + t; };
+  const int nz = c.per_channel ? c.M : 1;
+  const std::string zshape = c.per_channel ? "[" + std::to_string(c.M) + "]" : "";
+  // A weight zero point in the middle of uint8's range keeps w - w_zero_point in int8.
+  // uint8 weights: zero point 128 (as quantisers write them) keeps w - w_zero_point in
+  // int8; `wz_lo` below that does not.
+  if (c.w_zero_point) add(std::string(c.wt) + zshape + " wz = {" + ints_text(nz, 12, wu8 ? c.wz_lo : -5, wu8 ? 128 : 5) + "}");
+  else if (c.qlinear) add(std::string(c.wt) + zshape + " wz = {" + ints_text(nz, 12, 0, 0) + "}");  // required there
+  add(std::string(c.xt) + " xz = {" + (std::string(c.xt) == "uint8" ? "121" : "-7") + "}");
+  std::string attrs = "<group = " + std::to_string(c.group) + ", strides = [" + std::to_string(c.stride) + "," + std::to_string(c.stride) +
+                      "], pads = [" + std::to_string(c.pad) + "," + std::to_string(c.pad) + "," + std::to_string(c.pad) + "," +
+                      std::to_string(c.pad) + "], dilations = [" + std::to_string(c.dilation) + "," + std::to_string(c.dilation) + "]>";
+  std::string body;
+  const std::string wz = c.w_zero_point || c.qlinear ? "wz" : "";
+  if (c.qlinear) {
+    add("float xs = {0.02}");
+    add("float" + zshape + " ws = {" + random_values_text(nz, 13, 0.001f, 0.01f) + "}");
+    add("float ys = {0.05}");
+    add(std::string(c.xt) + " yz = {" + (std::string(c.xt) == "uint8" ? "3" : "-2") + "}");
+    if (c.bias) add("int32[" + std::to_string(c.M) + "] b = {" + ints_text(c.M, 14, -3000, 3000) + "}");
+    body = "y = QLinearConv " + attrs + " (x, xs, xz, w, ws, wz, ys, yz" + (c.bias ? ", b" : "") + ")";
+    return R"(<ir_version: 8, opset_import: ["" : 10]>
+g ()" + ins + ") => (" + c.xt + "[1," + std::to_string(c.M) + ",?,?] y) <" + inits + "> { " + body + " }";
+  }
+  body = "y = ConvInteger " + attrs + " (x, w, xz" + (wz.empty() ? "" : ", " + wz) + ")";
+  return R"(<ir_version: 8, opset_import: ["" : 10]>
+g ()" + ins + ") => (int32[1," + std::to_string(c.M) + ",?,?] y) <" + inits + "> { " + body + " }";
+}
+
+}  // namespace int8conv
+
+TEST(Int8Conv, OneDnnGivesWhatTheReferenceLoopsGive) {
+  using namespace int8conv;
+  const Case cases[] = {
+      {"3x3 u8 per-channel bias", true, "uint8", "int8", 32, 48, 1, 3, 1, 1, 1, 14, true, true, false, false},
+      {"3x3 s8 stride 2", true, "int8", "int8", 16, 32, 1, 3, 2, 1, 1, 15, true, false, false, false},
+      {"1x1 u8 no bias", true, "uint8", "int8", 64, 16, 1, 1, 1, 0, 1, 9, false, true, false, false},
+      {"depthwise 3x3", true, "uint8", "int8", 24, 24, 24, 3, 1, 1, 1, 12, true, true, false, false},
+      {"grouped dilated", true, "uint8", "int8", 16, 16, 4, 3, 1, 2, 2, 11, true, false, false, false},
+      {"uint8 weights with zero point", true, "uint8", "uint8", 16, 8, 1, 3, 1, 1, 1, 10, true, true, true, false},
+      {"uint8 weights beyond int8 once shifted", true, "uint8", "uint8", 16, 8, 1, 3, 1, 1, 1, 10, true, true, true, false, 100},
+      {"weights as an input", true, "uint8", "int8", 8, 8, 1, 3, 1, 1, 1, 9, true, false, false, true},
+      {"ConvInteger 3x3", false, "uint8", "int8", 8, 16, 1, 3, 1, 1, 1, 10, false, false, false, false},
+      {"ConvInteger uint8 weights", false, "uint8", "uint8", 4, 8, 1, 3, 2, 1, 1, 9, false, false, true, false},
+      {"ConvInteger too long for float32 sums", false, "uint8", "int8", 256, 8, 1, 3, 1, 1, 1, 6, false, false, false, false},
+  };
+  Env env;
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    const std::string bytes = model_text_bytes(model_for(c));
+    auto fast = env.load_bytes(bytes, "m");
+    ASSERT_TRUE(fast.is_ok()) << fast.status().to_string();
+    setenv("BULKHEAD_CPU_INT8", "0", 1);
+    auto ref = env.load_bytes(bytes, "m");
+    unsetenv("BULKHEAD_CPU_INT8");
+    ASSERT_TRUE(ref.is_ok()) << ref.status().to_string();
+    const DataType xt = std::string(c.xt) == "uint8" ? DataType::kUInt8 : DataType::kInt8;
+    NamedTensors in{{"x", random_ints(xt, {1, c.C, c.H, c.H}, 21)}};
+    if (c.w_is_input) in.emplace_back("w", random_ints(DataType::kInt8, {c.M, c.C / c.group, c.k, c.k}, 22));
+    auto a = fast->run(in);
+    auto b = ref->run(in);
+    ASSERT_TRUE(a.is_ok()) << a.status().to_string();
+    ASSERT_TRUE(b.is_ok()) << b.status().to_string();
+    const Tensor& ya = (*a)[0].second;
+    const Tensor& yb = (*b)[0].second;
+    ASSERT_EQ(ya.shape(), yb.shape());
+    ASSERT_EQ(ya.dtype(), yb.dtype());
+    int64_t differ = 0;
+    for (int64_t i = 0; i < ya.numel(); ++i) {
+      int64_t va = 0, vb = 0;
+      if (ya.dtype() == DataType::kInt32) va = ya.data<int32_t>()[i], vb = yb.data<int32_t>()[i];
+      else if (ya.dtype() == DataType::kUInt8) va = ya.data<uint8_t>()[i], vb = yb.data<uint8_t>()[i];
+      else va = ya.data<int8_t>()[i], vb = yb.data<int8_t>()[i];
+      if (va != vb) ++differ;
+      // Requantised outputs may differ by one step where float32 rounding of the scaled sum
+      // lands on the other side of a half; integer sums must be exact.
+      ASSERT_LE(std::abs(va - vb), c.qlinear ? 1 : 0) << "element " << i;
+    }
+    EXPECT_LE(differ * 1000, ya.numel()) << differ << " of " << ya.numel() << " differ by one step";
+  }
 }
 
 }  // namespace

@@ -2,12 +2,19 @@
 // on one thread and run and destroyed on others (field report B's scenarios). Every
 // result must be bitwise what the same session computes alone.
 #include <atomic>
+#include <chrono>
 #include <thread>
 
 #include "support/test_util.h"
 
 namespace bulkhead::test {
 namespace {
+
+#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+constexpr bool kSanitized = true;
+#else
+constexpr bool kSanitized = false;
+#endif
 
 constexpr int kThreads = 4;
 constexpr int kIters = 25;
@@ -134,6 +141,139 @@ TEST(Concurrency, ConcurrentCopiesAndRunsInSeveralEnvs) {
     });
   for (auto& th : threads) th.join();
   EXPECT_EQ(wrong.load(), 0);
+}
+
+// `n` rounds of a 32x32 MatMul + Tanh: a run long enough for others to overlap it.
+const char* kLoopModel = R"(<ir_version: 8, opset_import: ["" : 17]>
+g (int64 n, float[32,32] x, float[32,32] w) => (float[32,32] y) <bool c = {1}> {
+  y = Loop (n, c, x) <body = b (int64 i, bool ci, float[32,32] a) => (bool co, float[32,32] r) {
+    co = Identity(ci)
+    m = MatMul(a, w)
+    r = Tanh(m)
+  }>
+})";
+
+NamedTensors loop_inputs(int64_t n) {
+  return {{"n", Tensor::from_vector<int64_t>(DataType::kInt64, {}, {n})},
+          {"x", random_tensor({32, 32}, 5)},
+          {"w", random_tensor({32, 32}, 9)}};
+}
+
+// Waits (bounded) until `s` has `n` runs executing.
+bool wait_running(const Session& s, int n) {
+  for (int i = 0; i < 20000; ++i) {
+    if (s.runs().running >= n) return true;
+    std::this_thread::sleep_for(std::chrono::microseconds(100));
+  }
+  return false;
+}
+
+TEST(Concurrency, MaxConcurrentRunsBoundsTheRunsThatExecuteAtOnce) {
+  Env env;
+  SessionOptions o;
+  o.threads = 1;
+  o.max_concurrent_runs = 2;
+  auto s = env.load_bytes(model_text_bytes(kLoopModel), "loop", o);
+  ASSERT_TRUE(s.is_ok()) << s.status().to_string();
+  const NamedTensors in = loop_inputs(kSanitized ? 50 : 400);
+  auto want = s->run(in);
+  ASSERT_TRUE(want.is_ok()) << want.status().to_string();
+  std::atomic<int> wrong{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 6; ++t)
+    threads.emplace_back([&] {
+      for (int i = 0; i < 4; ++i) {
+        auto r = s->run(in);
+        if (!r.is_ok() || !bitwise_equal((*r)[0].second, (*want)[0].second)) ++wrong;
+      }
+    });
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(wrong.load(), 0);
+  Session::RunCounts c = s->runs();
+  EXPECT_EQ(c.limit, 2);
+  EXPECT_EQ(c.running, 0);
+  EXPECT_LE(c.most_at_once, 2);
+  EXPECT_GE(c.most_at_once, 1);
+  EXPECT_EQ(c.timed_out, 0u);
+}
+
+TEST(Concurrency, ARunWaitingForASlotKeepsToItsTimeLimit) {
+  Env env;
+  SessionOptions o;
+  o.threads = 1;
+  o.max_concurrent_runs = 1;
+  auto s = env.load_bytes(model_text_bytes(kLoopModel), "loop", o);
+  ASSERT_TRUE(s.is_ok()) << s.status().to_string();
+  // The long run holds the only slot (it stops at its own limit if it runs too long).
+  std::thread long_run([&] {
+    RunOptions ro;
+    ro.timeout_ms = 3000;
+    (void)s->run(loop_inputs(100000000), ro);
+  });
+  ASSERT_TRUE(wait_running(*s, 1));
+  RunOptions ro;
+  ro.timeout_ms = 20;
+  auto r = s->run(loop_inputs(3), ro);
+  ASSERT_FALSE(r.is_ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kDeadlineExceeded);
+  EXPECT_NE(r.status().message().find("ms waiting for one of the session's 1 run slots (session option max_concurrent_runs)"),
+            std::string::npos) << r.status().to_string();
+  long_run.join();
+  // The slot is free again, and a run that waited its turn out gave it up.
+  auto again = s->run(loop_inputs(3));
+  EXPECT_TRUE(again.is_ok()) << again.status().to_string();
+  Session::RunCounts c = s->runs();
+  EXPECT_EQ(c.waited, 1u);
+  EXPECT_EQ(c.timed_out, 1u);
+  EXPECT_EQ(c.most_at_once, 1);
+}
+
+TEST(Concurrency, TheLastOfOverlappingRunsGivesTheBurstsMemoryBack) {
+  Env env;
+  SessionOptions o;
+  o.threads = 1;
+  auto s = env.load_bytes(model_text_bytes(kLoopModel), "loop", o);
+  ASSERT_TRUE(s.is_ok()) << s.status().to_string();
+  const NamedTensors in = loop_inputs(kSanitized ? 300 : 3000);
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(s->run(in).is_ok());
+  const AllocatorStats steady = s->memory()[0].stats;
+  EXPECT_EQ(steady.trimmed, 0u);
+  // Two runs at once (tried until they did overlap: the first must still be running
+  // when the second starts).
+  for (int attempt = 0; attempt < 20 && s->runs().most_at_once < 2; ++attempt) {
+    std::thread first([&] { EXPECT_TRUE(s->run(in).is_ok()); });
+    if (wait_running(*s, 1)) {
+      EXPECT_TRUE(s->run(in).is_ok());
+    }
+    first.join();
+  }
+  ASSERT_EQ(s->runs().most_at_once, 2);
+  const AllocatorStats after = s->memory()[0].stats;
+  EXPECT_GT(after.trimmed, 0u) << "the overlapping run's blocks stayed cached";
+  EXPECT_LE(after.cached, steady.cached);
+  // One run at a time again: the steady state is what it was before the burst.
+  ASSERT_TRUE(s->run(in).is_ok());
+  const AllocatorStats settled = s->memory()[0].stats;
+  EXPECT_EQ(settled.cached, steady.cached);
+  EXPECT_EQ(settled.arena, steady.arena);
+  EXPECT_EQ(settled.in_use, 0u);
+}
+
+TEST(Concurrency, MaxConcurrentRunsIsCheckedAndParsed) {
+  auto o = SessionOptions::parse("max_concurrent_runs=4");
+  ASSERT_TRUE(o.is_ok()) << o.status().to_string();
+  EXPECT_EQ(o->max_concurrent_runs, 4);
+  auto bad = SessionOptions::parse("max_concurrent_runs=-1");
+  ASSERT_FALSE(bad.is_ok());
+  EXPECT_NE(bad.status().message().find("bad value '-1' for session option 'max_concurrent_runs'"), std::string::npos)
+      << bad.status().to_string();
+  SessionOptions set;
+  set.max_concurrent_runs = -3;
+  Env env;
+  auto s = env.load_bytes(model_text_bytes(kLoopModel), "loop", set);
+  ASSERT_FALSE(s.is_ok());
+  EXPECT_NE(s.status().message().find("bad value -3 for session option 'max_concurrent_runs'"), std::string::npos)
+      << s.status().to_string();
 }
 
 }  // namespace

@@ -22,6 +22,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -1256,11 +1257,379 @@ Status deform_conv_compute(KernelContext& ctx, const ConvAttrs& a, int64_t offse
   return Status::ok();
 }
 
+// ---------------------------------------------------------------------------------------
+// ConvInteger and QLinearConv on oneDNN's int8 convolutions (VNNI / AMX-INT8 where the CPU
+// has them): u8 or s8 x with its zero point (a run-time argument), s8 weights.
+//
+// oneDNN takes signed weights without a zero point: constant weights with one (uint8
+// weights, say) are shifted once at session creation when w - w_zero_point fits in int8,
+// and pre-packed for the primitive. This oneDNN (2.6) fixes a convolution's output scales
+// when the primitive is made, so QLinearConv whose scales and y zero point are constants
+// (as quantisers write them) gets the whole requantisation x_scale * w_scale[m] / y_scale,
+// the int32 bias and y's zero point fused into the primitive, which writes int8 directly;
+// with scales that are inputs, the primitive writes int32 sums and the requantisation runs
+// here, as the reference does. Everything else (non-constant weights with a zero point,
+// per-channel x zero points, shapes oneDNN has no kernel for) runs on the reference loops
+// above, which also give every error message.
+//
+// oneDNN converts int32 results through float32 on the way out: exact while they stay
+// below 2^24 in magnitude. ConvInteger's result must be exact, so it runs on oneDNN only
+// when window * max|x - x_zp| * max|w| is below that, checked on each run's data; for
+// QLinearConv the reference itself rounds the sum to float32 before scaling, so the two
+// differ at most where that rounding lands a value on the other side of a half: one step.
+
+class IntConvKernel final : public Kernel {
+ public:
+  // Requantisation fixed at session creation (QLinearConv with constant scales).
+  struct Fixed {
+    std::vector<float> mult;  // x_scale * w_scale[m] / y_scale, per output channel
+    int32_t zy = 0;
+    DataType yt = DataType::kUInt8;
+  };
+  IntConvKernel(ConvAttrs a, bool qlinear, Tensor w_s8, int w_max, std::optional<Fixed> fixed, dnnl::engine eng)
+      : a_(std::move(a)), qlinear_(qlinear), w_s8_(std::move(w_s8)), w_max_(w_max), fixed_(std::move(fixed)), eng_(std::move(eng)) {}
+  Status compute(KernelContext& ctx) const override;
+
+ private:
+  struct Plan {
+    bool use_ref = false;
+    std::string why_ref;
+    dnnl::primitive prim;
+    memory::desc user_src, user_dst, user_w, bias_md, src_md, dst_md, w_md, scratch_md;
+    bool re_src = false, re_dst = false, re_w = false;
+    Reorder src_re, dst_re, w_re;
+    memory packed_w;
+    bool has_packed = false;
+  };
+  // `fused`: the primitive requantises (fixed_) and writes fixed_->yt; else int32 sums.
+  std::shared_ptr<const Plan> plan_for(const Shape& x, DataType xt, const Shape& w, bool fused, bool has_bias,
+                                       const Geometry& g) const;
+  Status reference(KernelContext& ctx) const {
+    return qlinear_ ? qlinear_conv_compute(ctx, a_) : conv_integer_compute(ctx, a_);
+  }
+
+  ConvAttrs a_;
+  bool qlinear_;
+  Tensor w_s8_;   // constant weights less their zero points, in int8 (undefined: none)
+  int w_max_ = 128;  // max |w_s8_| (128 when not known)
+  std::optional<Fixed> fixed_;
+  dnnl::engine eng_;
+  mutable std::mutex mu_;
+  mutable std::map<std::vector<int64_t>, std::shared_ptr<const Plan>> plans_;
+};
+
+memory::data_type dnnl_int_type(DataType t) {
+  return t == DataType::kUInt8 ? memory::data_type::u8 : t == DataType::kInt8 ? memory::data_type::s8 : memory::data_type::s32;
+}
+
+std::shared_ptr<const IntConvKernel::Plan> IntConvKernel::plan_for(const Shape& x, DataType xt, const Shape& w, bool fused,
+                                                                   bool has_bias, const Geometry& g) const {
+  std::vector<int64_t> key(x.begin(), x.end());
+  key.push_back(-1);
+  key.insert(key.end(), w.begin(), w.end());
+  key.push_back(static_cast<int64_t>(xt));
+  key.push_back(fused ? 1 : 0);
+  key.push_back(has_bias ? 1 : 0);
+  key.push_back(omp_get_max_threads());  // oneDNN fixes a primitive's thread count when it is made
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = plans_.find(key);
+  if (it != plans_.end()) return it->second;
+  auto p = std::make_shared<Plan>();
+  try {
+    const int64_t N = x[0], C = x[1], M = w[0], G = a_.group;
+    const DataType yt = fused ? fixed_->yt : DataType::kInt32;
+    Dims src_dims(x.begin(), x.end());
+    Dims dst_dims{N, M};
+    dst_dims.insert(dst_dims.end(), g.out.begin(), g.out.end());
+    Dims wdims;
+    if (G > 1) wdims.push_back(G);
+    wdims.push_back(M / G);
+    wdims.push_back(C / G);
+    wdims.insert(wdims.end(), g.k.begin(), g.k.end());
+    p->user_src = memory::desc(src_dims, dnnl_int_type(xt), row_major_strides(src_dims));
+    p->user_dst = memory::desc(dst_dims, dnnl_int_type(yt), row_major_strides(dst_dims));
+    p->user_w = memory::desc(wdims, memory::data_type::s8, row_major_strides(wdims));
+    p->bias_md = fused && has_bias ? memory::desc({M}, memory::data_type::s32, memory::format_tag::a) : memory::desc();
+    auto any = [](const Dims& d, memory::data_type t) { return memory::desc(d, t, memory::format_tag::any); };
+    const int nsp = g.nsp;
+    Dims strides(g.s.begin(), g.s.end()), dil(nsp), pl(g.pb.begin(), g.pb.end()), pr(g.pe.begin(), g.pe.end());
+    for (int i = 0; i < nsp; ++i) dil[i] = g.d[i] - 1;
+    dnnl::primitive_attr attr;
+    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    attr.set_zero_points(DNNL_ARG_SRC, 0, {DNNL_RUNTIME_S32_VAL});
+    if (fused) {
+      attr.set_output_scales(fixed_->mult.size() == 1 ? 0 : 1 << 1, fixed_->mult);
+      if (fixed_->zy) attr.set_zero_points(DNNL_ARG_DST, 0, {fixed_->zy});
+    }
+    dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
+                                      any(src_dims, dnnl_int_type(xt)), any(wdims, memory::data_type::s8), p->bias_md,
+                                      any(dst_dims, dnnl_int_type(yt)), strides, dil, pl, pr);
+    dnnl::convolution_forward::primitive_desc pd(d, attr, eng_);
+    // oneDNN's reference int8 kernel is no faster than ours, which is exact.
+    if (std::string(pd.impl_info_str()).rfind("ref", 0) == 0) throw dnnl::error(dnnl_unimplemented, "reference kernel only");
+    p->src_md = pd.src_desc();
+    p->dst_md = pd.dst_desc();
+    p->w_md = pd.weights_desc();
+    p->scratch_md = pd.scratchpad_desc();
+    p->prim = dnnl::convolution_forward(pd);
+    p->re_src = p->src_md != p->user_src;
+    p->re_dst = p->dst_md != p->user_dst;
+    p->re_w = p->w_md != p->user_w;
+    if (p->re_src) p->src_re = Reorder::make(eng_, p->user_src, p->src_md);
+    if (p->re_dst) p->dst_re = Reorder::make(eng_, p->dst_md, p->user_dst);
+    if (p->re_w) p->w_re = Reorder::make(eng_, p->user_w, p->w_md);
+    if (w_s8_.defined()) {
+      // Pack the constant weights once (the packed layout carries oneDNN's compensation).
+      dnnl::stream st(eng_);
+      memory from(p->user_w, eng_, const_cast<void*>(w_s8_.raw()));
+      p->packed_w = memory(p->w_md, eng_);
+      if (p->re_w) {
+        std::unordered_map<int, memory> args{{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, p->packed_w}};
+        std::vector<char> scratch(p->w_re.scratch);
+        if (p->w_re.scratch) args.emplace(DNNL_ARG_SCRATCHPAD, memory(p->w_re.scratch_md, eng_, scratch.data()));
+        p->w_re.prim.execute(st, args);
+        st.wait();
+      } else {
+        std::memcpy(p->packed_w.get_data_handle(), w_s8_.raw(), p->w_md.get_size());
+      }
+      p->has_packed = true;
+    }
+  } catch (const dnnl::error& e) {
+    p->use_ref = true;
+    p->why_ref = e.what();
+  }
+  plans_.emplace(key, p);
+  return p;
+}
+
+Status IntConvKernel::compute(KernelContext& ctx) const {
+  // ConvInteger: x, w, [x_zero_point], [w_zero_point]. QLinearConv: x, x_scale,
+  // x_zero_point, w, w_scale, w_zero_point, y_scale, y_zero_point, [B].
+  const int xzi = 2, wi = qlinear_ ? 3 : 1, wzi = qlinear_ ? 5 : 3;
+  const Tensor* x = ctx.input(0);
+  const Tensor* w = ctx.input(wi);
+  auto int8 = [](DataType t) { return t == DataType::kUInt8 || t == DataType::kInt8; };
+  if (!x || !w || !int8(x->dtype()) || !int8(w->dtype()) || x->rank() < 3 || x->rank() > 5 || w->rank() != x->rank())
+    return reference(ctx);
+  const int64_t C = x->dim(1), M = w->dim(0), G = a_.group;
+  if (C != w->dim(1) * G || M % G != 0 || M == 0 || x->numel() == 0) return reference(ctx);
+  Geometry g;
+  if (!resolve_geometry(a_, false, x->shape(), w->shape(), ctx.where(), &g).is_ok()) return reference(ctx);
+  for (int64_t o : g.out)
+    if (o <= 0) return reference(ctx);
+  auto scalar_of = [&](int i, DataType dt, bool* ok) -> int64_t {
+    const Tensor* t = i < ctx.num_inputs() ? ctx.input(i) : nullptr;
+    if (!t || t->numel() == 0) return 0;
+    if (t->numel() != 1 || t->dtype() != dt) *ok = false;
+    return *ok ? int_at(*t, 0) : 0;
+  };
+  bool ok = true;
+  const int64_t zx = scalar_of(xzi, x->dtype(), &ok);
+  // The weights: the constant int8 ones made at creation, else s8 weights without a zero point.
+  const Tensor* wz = wzi < ctx.num_inputs() ? ctx.input(wzi) : nullptr;
+  int w_max = w_max_;
+  if (!w_s8_.defined()) {
+    if (w->dtype() != DataType::kInt8) return reference(ctx);
+    if (wz && wz->numel()) {
+      if (wz->dtype() != DataType::kInt8) return reference(ctx);
+      for (int64_t i = 0; i < wz->numel(); ++i)
+        if (int_at(*wz, i) != 0) return reference(ctx);
+    }
+    w_max = 128;
+  }
+  if (!ok) return reference(ctx);
+
+  // QLinearConv's scales, zero point and bias, checked as the reference checks them.
+  const Tensor *xs = nullptr, *ws = nullptr, *ys = nullptr, *bias = nullptr;
+  DataType yt = DataType::kInt32;
+  int64_t zy = 0;
+  if (qlinear_) {
+    xs = ctx.input(1);
+    ws = ctx.input(4);
+    ys = ctx.input(6);
+    const Tensor* yz = ctx.num_inputs() > 7 ? ctx.input(7) : nullptr;
+    bias = ctx.num_inputs() > 8 ? ctx.input(8) : nullptr;
+    auto f32 = [](const Tensor* t, int64_t n1, int64_t n2) {
+      return t && t->dtype() == DataType::kFloat32 && (t->numel() == n1 || t->numel() == n2);
+    };
+    if (!f32(xs, 1, 1) || !f32(ys, 1, 1) || !f32(ws, 1, M)) return reference(ctx);
+    yt = yz && yz->numel() ? yz->dtype() : x->dtype();
+    if (!int8(yt)) return reference(ctx);
+    zy = scalar_of(7, yt, &ok);
+    if (!ok) return reference(ctx);
+    if (bias && bias->numel() == 0) bias = nullptr;
+    if (bias && (bias->dtype() != DataType::kInt32 || bias->numel() != M)) return reference(ctx);
+  }
+  const bool fused = qlinear_ && fixed_ && fixed_->yt == yt && (fixed_->mult.size() == 1 || static_cast<int64_t>(fixed_->mult.size()) == M);
+  if (!fused) {
+    // int32 sums through float32: exact only below 2^24 (see above).
+    int64_t window = C / G;
+    for (int64_t k : g.k) window *= k;
+    int64_t xmax = 0;
+    if (x->dtype() == DataType::kUInt8) {
+      uint8_t lo = 255, hi = 0;
+      const uint8_t* xp = x->data<uint8_t>();
+      for (int64_t i = 0; i < x->numel(); ++i) lo = std::min(lo, xp[i]), hi = std::max(hi, xp[i]);
+      xmax = std::max<int64_t>(std::abs(hi - zx), std::abs(lo - zx));
+    } else {
+      int8_t lo = 127, hi = -128;
+      const int8_t* xp = x->data<int8_t>();
+      for (int64_t i = 0; i < x->numel(); ++i) lo = std::min(lo, xp[i]), hi = std::max(hi, xp[i]);
+      xmax = std::max<int64_t>(std::abs(hi - zx), std::abs(lo - zx));
+    }
+    if (window * xmax * w_max >= (int64_t{1} << 24)) return reference(ctx);
+  }
+  std::vector<float> mult;
+  if (qlinear_ && !fused) {
+    mult.resize(static_cast<size_t>(M));  // as the reference computes it
+    for (int64_t m = 0; m < M; ++m) mult[m] = float_at(*xs, 0) * float_at(*ws, ws->numel() == 1 ? 0 : m) / float_at(*ys, 0);
+    for (float v : mult)
+      if (!std::isfinite(v)) return reference(ctx);  // the reference's rule for NaN and zero scales
+  }
+
+  auto p = plan_for(x->shape(), x->dtype(), w->shape(), fused, bias != nullptr, g);
+  if (p->use_ref) return reference(ctx);
+  Shape out{x->dim(0), M};
+  out.insert(out.end(), g.out.begin(), g.out.end());
+  BH_ASSIGN_OR_RETURN(Tensor y, ctx.allocate_output(0, yt, out));
+  Tensor sums;  // QLinearConv with scales given at run time: the int32 sums, requantised below
+  if (qlinear_ && !fused) {
+    BH_ASSIGN_OR_RETURN(sums, ctx.allocate_scratch(DataType::kInt32, out));
+  }
+  Tensor& dst_t = sums.defined() ? sums : y;
+  CallScratch sc{ctx, {}};
+  try {
+    dnnl::stream s(eng_);
+    memory usr_src(p->user_src, eng_, const_cast<void*>(x->raw()));
+    memory usr_dst(p->user_dst, eng_, dst_t.raw());
+    memory src = usr_src, dst = usr_dst;
+    if (p->re_src) {
+      BH_ASSIGN_OR_RETURN(void* buf, sc.get(p->src_md.get_size()));
+      src = memory(p->src_md, eng_, buf);
+      BH_RETURN_IF_ERROR(run_reorder(p->src_re, s, eng_, usr_src, src, sc));
+    }
+    memory wm;
+    if (p->has_packed) {
+      wm = p->packed_w;
+    } else {
+      memory usr_w(p->user_w, eng_, const_cast<void*>(w->raw()));
+      wm = usr_w;
+      if (p->re_w) {
+        BH_ASSIGN_OR_RETURN(void* buf, sc.get(p->w_md.get_size()));
+        wm = memory(p->w_md, eng_, buf);
+        BH_RETURN_IF_ERROR(run_reorder(p->w_re, s, eng_, usr_w, wm, sc));
+      }
+    }
+    if (p->re_dst) {
+      BH_ASSIGN_OR_RETURN(void* buf, sc.get(p->dst_md.get_size()));
+      dst = memory(p->dst_md, eng_, buf);
+    }
+    int32_t zx32 = static_cast<int32_t>(zx);
+    std::unordered_map<int, memory> args{{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wm}, {DNNL_ARG_DST, dst}};
+    args.emplace(DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC,
+                 memory({{1}, memory::data_type::s32, memory::format_tag::a}, eng_, &zx32));
+    if (fused && bias) args.emplace(DNNL_ARG_BIAS, memory(p->bias_md, eng_, const_cast<void*>(bias->raw())));
+    if (size_t ss = p->scratch_md.get_size()) {
+      BH_ASSIGN_OR_RETURN(void* buf, sc.get(ss));
+      args.emplace(DNNL_ARG_SCRATCHPAD, memory(p->scratch_md, eng_, buf));
+    }
+    p->prim.execute(s, args);
+    if (p->re_dst) BH_RETURN_IF_ERROR(run_reorder(p->dst_re, s, eng_, dst, usr_dst, sc));
+    s.wait();
+  } catch (const dnnl::error& e) {
+    return internal_error(ctx.where() + "oneDNN failed: " + e.what());
+  }
+  if (sums.defined()) {
+    const int32_t* acc = sums.data<int32_t>();
+    const int64_t osz = y.numel() / (x->dim(0) * M);
+    const int32_t* bp = bias ? bias->data<int32_t>() : nullptr;
+    const float lo = yt == DataType::kUInt8 ? 0.f : -128.f, hi = yt == DataType::kUInt8 ? 255.f : 127.f;
+    parallel_for(ctx.threads(), x->dim(0) * M, 1, [&](int64_t b0, int64_t e0) {
+      for (int64_t nm = b0; nm < e0; ++nm) {
+        const int64_t m = nm % M;
+        const float k = mult[m];
+        const int64_t b = bp ? bp[m] : 0;
+        for (int64_t i = nm * osz; i < (nm + 1) * osz; ++i) {
+          const float v = std::clamp(std::nearbyint(static_cast<float>(acc[i] + b) * k) + static_cast<float>(zy), lo, hi);
+          if (yt == DataType::kUInt8) y.data<uint8_t>()[i] = static_cast<uint8_t>(v);
+          else y.data<int8_t>()[i] = static_cast<int8_t>(v);
+        }
+      }
+    });
+  }
+  return Status::ok();
+}
+
 Result<std::unique_ptr<Kernel>> make_int_conv(const KernelInfo& info, bool qlinear) {
   ConvAttrs a = parse_conv_attrs(info.node);
   BH_RETURN_IF_ERROR(check_conv_attrs(a, info.where()));
-  if (qlinear) return make_kernel([a](KernelContext& ctx) { return qlinear_conv_compute(ctx, a); });
-  return make_kernel([a](KernelContext& ctx) { return conv_integer_compute(ctx, a); });
+  // BULKHEAD_CPU_INT8=0 keeps the reference loops (to compare results).
+  const char* env = std::getenv("BULKHEAD_CPU_INT8");
+  if (env && std::string(env) == "0") {
+    if (qlinear) return make_kernel([a](KernelContext& ctx) { return qlinear_conv_compute(ctx, a); });
+    return make_kernel([a](KernelContext& ctx) { return conv_integer_compute(ctx, a); });
+  }
+  const ir::Node& n = info.node;
+  auto given = [&](int i) { return static_cast<size_t>(i) < n.inputs.size() && !n.inputs[i].empty(); };
+  auto constant = [&](int i) -> const Tensor* {
+    return info.input_is_constant(i) && info.constant_inputs[i].on_host() ? &info.constant_inputs[i] : nullptr;
+  };
+  // Constant weights (and their zero point): shifted into int8 once, when they fit.
+  const int wi = qlinear ? 3 : 1, wzi = qlinear ? 5 : 3;
+  Tensor w_s8;
+  int w_max = 128;
+  if (const Tensor* w = constant(wi)) {
+    const Tensor* wz = given(wzi) ? constant(wzi) : nullptr;
+    const bool zp_known = !given(wzi) || (wz && wz->dtype() == w->dtype());
+    if ((w->dtype() == DataType::kInt8 || w->dtype() == DataType::kUInt8) && w->rank() >= 1 && w->dim(0) > 0 && zp_known &&
+        (!wz || wz->numel() <= 1 || wz->numel() == w->dim(0))) {
+      Tensor t = Tensor::host(DataType::kInt8, w->shape());
+      const int64_t per_m = w->numel() / w->dim(0);
+      bool fits = true;
+      int64_t most = 0;
+      for (int64_t i = 0; i < w->numel() && fits; ++i) {
+        const int64_t z = wz && wz->numel() ? int_at(*wz, wz->numel() == 1 ? 0 : i / per_m) : 0;
+        const int64_t v = int_at(*w, i) - z;
+        fits = v >= -128 && v <= 127;
+        most = std::max<int64_t>(most, v < 0 ? -v : v);
+        t.data<int8_t>()[i] = static_cast<int8_t>(v);
+      }
+      if (fits) {
+        w_s8 = std::move(t);
+        w_max = static_cast<int>(most);
+      }
+    }
+  }
+  // QLinearConv with constant scales and y zero point: the requantisation fused.
+  std::optional<IntConvKernel::Fixed> fixed;
+  if (qlinear && w_s8.defined()) {
+    const Tensor *xs = constant(1), *ws = constant(4), *ys = constant(6);
+    const Tensor* yz = given(7) ? constant(7) : nullptr;
+    const Tensor* xz = given(2) ? constant(2) : nullptr;
+    auto f32 = [](const Tensor* t) { return t && t->dtype() == DataType::kFloat32 && t->numel() >= 1; };
+    const int64_t M = w_s8.dim(0);
+    if (f32(xs) && f32(ws) && f32(ys) && xs->numel() == 1 && ys->numel() == 1 && (ws->numel() == 1 || ws->numel() == M) &&
+        (!given(7) || (yz && yz->numel() == 1 && (yz->dtype() == DataType::kUInt8 || yz->dtype() == DataType::kInt8))) &&
+        (!given(2) || xz)) {
+      IntConvKernel::Fixed f;
+      f.yt = yz ? yz->dtype() : (xz ? xz->dtype() : DataType::kUndefined);
+      f.zy = yz ? static_cast<int32_t>(int_at(*yz, 0)) : 0;
+      bool finite = true;
+      for (int64_t m = 0; m < ws->numel(); ++m) {
+        f.mult.push_back(float_at(*xs, 0) * float_at(*ws, m) / float_at(*ys, 0));
+        finite = finite && std::isfinite(f.mult.back());
+      }
+      // Without a y zero point, y takes x's type, known here only from x's zero point.
+      if (finite && f.yt != DataType::kUndefined) fixed = std::move(f);
+    }
+  }
+  try {
+    dnnl::engine eng(dnnl::engine::kind::cpu, 0);
+    return std::unique_ptr<Kernel>(
+        std::make_unique<IntConvKernel>(std::move(a), qlinear, std::move(w_s8), w_max, std::move(fixed), std::move(eng)));
+  } catch (const dnnl::error& e) {
+    return internal_error(info.where() + "cannot create a oneDNN CPU engine: " + e.what());
+  }
 }
 
 }  // namespace
