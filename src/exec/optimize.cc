@@ -38,6 +38,12 @@ class Optimizer {
     fold_small_unsqueezes();
     remove_identities();
     index();
+    // QDQ convolutions first: their Conv reads DequantizeLinear outputs, which the float
+    // fusions below would otherwise treat as float weights.
+    for (size_t i = 0; i < g_.nodes.size(); ++i) {
+      if (dead_[i] || done_[i]) continue;
+      if (fuse_qdq_conv(i)) index();
+    }
     for (size_t i = 0; i < g_.nodes.size(); ++i) {
       if (dead_[i] || done_[i]) continue;
       if (fuse_conv(i)) index();
@@ -55,10 +61,13 @@ class Optimizer {
 
   void index() {
     consumers_.clear();
+    producer_.clear();
     for (size_t i = 0; i < g_.nodes.size(); ++i) {
       if (dead_[i]) continue;
       for (const auto& in : g_.nodes[i].inputs)
         if (!in.empty()) consumers_[in].push_back(i);
+      for (const auto& out : g_.nodes[i].outputs)
+        if (!out.empty()) producer_[out] = i;
     }
   }
 
@@ -596,6 +605,178 @@ class Optimizer {
     return true;
   }
 
+  // ----- QDQ convolutions -> QLinearConv (int8 kernels)
+  //
+  //   DequantizeLinear(xq, xs, xz) ┐
+  //   DequantizeLinear(wq, ws, wz) ┼ Conv [→ Relu] → QuantizeLinear(·, ys, yz)
+  //   [DequantizeLinear(bq, xs·ws)]┘
+  //
+  // becomes QLinearConv(xq, xs, xz, wq, ws, wz, ys, yz, bq), writing the QuantizeLinear's
+  // output: the convolution then runs on int8 data with the requantisation fused (the
+  // CPU's oneDNN int8 kernel), and its result stays int8 for the next such group. The
+  // two compute the same real-valued convolution and round once, so they agree to one
+  // quantisation step. Scales and zero points must be constants: x and y per tensor, w
+  // per tensor or per output channel (axis 0), b int32 with scale x_scale·w_scale (as
+  // quantisers write it) and zero point 0. A Relu between Conv and QuantizeLinear goes
+  // only where it changes nothing (y's zero point is the smallest value of its type).
+
+  // The live node writing `v`.
+  std::optional<size_t> producer(const std::string& v) const {
+    auto it = producer_.find(v);
+    if (it == producer_.end() || dead_[it->second]) return std::nullopt;
+    return it->second;
+  }
+
+  bool constant_int8(const std::string& name, int64_t max_n, DataType* t) const {
+    const Tensor* c = constant(name);
+    if (!c || !c->on_host() || (c->dtype() != DataType::kUInt8 && c->dtype() != DataType::kInt8) || c->rank() > 1) return false;
+    if (c->numel() != 1 && c->numel() != max_n) return false;
+    *t = c->dtype();
+    return true;
+  }
+
+  // A QuantizeLinear/DequantizeLinear of the default domain with constant scale (f32,
+  // one value or `per` values on `axis_want` when per > 1) and zero point (int8/uint8 or
+  // omitted). `*zt` is the zero point's type (kUndefined when omitted).
+  bool qdq_params(const Node& n, int64_t per, int axis_want, int rank, DataType* zt) const {
+    if (!n.domain.empty() || n.inputs.size() < 2 || n.inputs[1].empty() || n.outputs.size() != 1) return false;
+    if (n.has_attr("block_size") && n.attr_int("block_size", 0) != 0) return false;
+    const Tensor* sc = constant(n.inputs[1]);
+    if (!sc || !sc->on_host() || sc->dtype() != DataType::kFloat32 || sc->rank() > 1) return false;
+    if (sc->numel() != 1) {
+      if (per <= 1 || sc->numel() != per) return false;
+      int64_t axis = n.attr_int("axis", 1);
+      if (axis < 0) axis += rank;
+      if (axis != axis_want) return false;
+    }
+    *zt = DataType::kUndefined;
+    if (n.inputs.size() > 2 && !n.inputs[2].empty()) {
+      const Tensor* z = constant(n.inputs[2]);
+      if (!z || !z->on_host() || (z->dtype() != DataType::kUInt8 && z->dtype() != DataType::kInt8) || z->rank() > 1 ||
+          z->numel() != sc->numel())
+        return false;
+      *zt = z->dtype();
+    }
+    return true;
+  }
+
+  // A constant zero point of `t` named for `base` (QLinearConv requires every zero point).
+  std::string zero_point(const std::string& base, DataType t, int64_t n) {
+    std::string name = fresh(base + "_zero_point");
+    Tensor z = Tensor::host(t, n == 1 ? Shape{} : Shape{n});
+    std::memset(z.raw(), 0, z.nbytes());
+    g_.initializers[name] = std::move(z);
+    return name;
+  }
+
+  bool fuse_qdq_conv(size_t ci) {
+    const Node& conv = g_.nodes[ci];
+    if (conv.op_type != "Conv" || !conv.domain.empty() || conv.outputs.size() != 1 || conv.outputs[0].empty() ||
+        conv.inputs.size() < 2 || conv.inputs.size() > 3 || conv.has_attr("_post_ops"))
+      return false;
+    auto dx = producer(conv.inputs[0]);
+    auto dw = producer(conv.inputs[1]);
+    if (!dx || !dw) return false;
+    const Node& DX = g_.nodes[*dx];
+    const Node& DW = g_.nodes[*dw];
+    if (DX.op_type != "DequantizeLinear" || DW.op_type != "DequantizeLinear") return false;
+    // w: constant int8/uint8 [M, C/G, k...], per tensor or per output channel.
+    const Tensor* wq = constant(DW.inputs[0]);
+    if (!wq || !wq->on_host() || (wq->dtype() != DataType::kUInt8 && wq->dtype() != DataType::kInt8) || wq->rank() < 3 ||
+        wq->dim(0) < 1)
+      return false;
+    const int64_t M = wq->dim(0);
+    const int rank = wq->rank();
+    DataType xzt = DataType::kUndefined, wzt = DataType::kUndefined, yzt = DataType::kUndefined;
+    if (!qdq_params(DX, 1, 1, rank, &xzt) || !qdq_params(DW, M, 0, rank, &wzt)) return false;
+    const DataType xt = type_of(DX.inputs[0]);
+    if (xt != DataType::kUInt8 && xt != DataType::kInt8) return false;
+    if ((xzt != DataType::kUndefined && xzt != xt) || (wzt != DataType::kUndefined && wzt != wq->dtype())) return false;
+    // The output: Conv [→ Relu] → QuantizeLinear, each the sole reader of what it reads.
+    std::vector<size_t> eaten;
+    std::string cur = conv.outputs[0];
+    auto nx = sole_consumer(cur);
+    bool relu = false;
+    if (nx && g_.nodes[*nx].op_type == "Relu" && g_.nodes[*nx].domain.empty() && g_.nodes[*nx].outputs.size() == 1) {
+      relu = true;
+      eaten.push_back(*nx);
+      cur = g_.nodes[*nx].outputs[0];
+      nx = sole_consumer(cur);
+    }
+    if (!nx) return false;
+    const Node& Q = g_.nodes[*nx];
+    if (Q.op_type != "QuantizeLinear" || !qdq_params(Q, 1, 1, rank, &yzt)) return false;
+    const DataType yt = yzt == DataType::kUndefined ? DataType::kUInt8 : yzt;
+    if (Q.has_attr("output_dtype") && Q.attr_int("output_dtype", 0) != 0 &&
+        Q.attr_int("output_dtype", 0) != static_cast<int64_t>(yt == DataType::kUInt8 ? 2 : 3))
+      return false;
+    if (relu) {
+      const Tensor* yz = yzt == DataType::kUndefined ? nullptr : constant(Q.inputs[2]);
+      const int64_t zero = yz ? (yt == DataType::kUInt8 ? yz->data<uint8_t>()[0] : yz->data<int8_t>()[0]) : 0;
+      if (zero != (yt == DataType::kUInt8 ? 0 : -128)) return false;  // the Relu would clip: keep it in float
+    }
+    eaten.push_back(*nx);
+    // The bias: DequantizeLinear(bq int32 [M], bs = xs * ws, zero point 0), or none.
+    std::string bq;
+    std::optional<size_t> db;
+    if (conv.inputs.size() > 2 && !conv.inputs[2].empty()) {
+      db = producer(conv.inputs[2]);
+      if (!db) return false;
+      const Node& DB = g_.nodes[*db];
+      const Tensor* b = DB.op_type == "DequantizeLinear" && DB.domain.empty() ? constant(DB.inputs[0]) : nullptr;
+      if (!b || !b->on_host() || b->dtype() != DataType::kInt32 || b->rank() != 1 || b->dim(0) != M) return false;
+      const Tensor* bs = DB.inputs.size() > 1 ? constant(DB.inputs[1]) : nullptr;
+      if (!bs || !bs->on_host() || bs->dtype() != DataType::kFloat32 || (bs->numel() != 1 && bs->numel() != M)) return false;
+      if (bs->numel() > 1 && DB.attr_int("axis", 1) != 0 && DB.attr_int("axis", 1) != -1) return false;  // as written, invalid
+      if (DB.inputs.size() > 2 && !DB.inputs[2].empty()) {
+        const Tensor* bz = constant(DB.inputs[2]);
+        if (!bz || !bz->on_host() || bz->dtype() != DataType::kInt32) return false;
+        for (int64_t i = 0; i < bz->numel(); ++i)
+          if (bz->data<int32_t>()[i] != 0) return false;
+      }
+      const float xs = constant(DX.inputs[1])->data<float>()[0];
+      const Tensor* ws = constant(DW.inputs[1]);
+      for (int64_t m = 0; m < M; ++m) {
+        const float want = xs * ws->data<float>()[ws->numel() == 1 ? 0 : m];
+        const float got = bs->data<float>()[bs->numel() == 1 ? 0 : m];
+        if (std::fabs(got - want) > 1e-6f * std::fabs(want) + 1e-30f) return false;
+      }
+      bq = DB.inputs[0];
+    }
+    Node fused;
+    fused.name = conv.name;
+    fused.op_type = "QLinearConv";
+    fused.domain = "";
+    fused.opset = conv.opset;
+    fused.attrs = conv.attrs;
+    fused.inputs = {DX.inputs[0],
+                    DX.inputs[1],
+                    xzt == DataType::kUndefined ? zero_point(DX.inputs[0], xt, 1) : DX.inputs[2],
+                    DW.inputs[0],
+                    DW.inputs[1],
+                    wzt == DataType::kUndefined ? zero_point(DW.inputs[0], wq->dtype(), constant(DW.inputs[1])->numel()) : DW.inputs[2],
+                    Q.inputs[1],
+                    yzt == DataType::kUndefined ? zero_point(Q.inputs[0], DataType::kUInt8, 1) : Q.inputs[2]};
+    if (!bq.empty()) fused.inputs.push_back(bq);
+    fused.outputs = {Q.outputs[0]};
+    const size_t last = *nx;
+    replace_chain(ci, eaten, last, std::move(fused), Q.outputs[0]);
+    // The weight and bias dequantisers are no longer read (the x one may still be).
+    for (auto d : {dw, db, dx})
+      if (d && !pinned_.count(g_.nodes[*d].outputs[0]) && num_uses_except(g_.nodes[*d].outputs[0], ci) == 0) dead_[*d] = true;
+    return true;
+  }
+
+  // Readers of `v` other than node `skip` (which is being replaced).
+  size_t num_uses_except(const std::string& v, size_t skip) const {
+    auto it = consumers_.find(v);
+    if (it == consumers_.end()) return 0;
+    size_t n = 0;
+    for (size_t c : it->second)
+      if (c != skip && !dead_[c]) ++n;
+    return n;
+  }
+
   // A BatchNormalization that no Conv absorbed (DenseNet's, on concatenated features):
   // per-channel Mul/Add constants after it fold into its scale and bias, and a Relu after
   // that becomes its `_relu` flag, so the four passes over the tensor become one.
@@ -683,6 +864,7 @@ class Optimizer {
   bool input_defaults_constant_;
   std::unordered_set<std::string> pinned_, graph_inputs_;
   std::unordered_map<std::string, std::vector<size_t>> consumers_;
+  std::unordered_map<std::string, size_t> producer_;  // value -> the node writing it
   std::vector<bool> dead_, done_;
   int counter_ = 0;
 };

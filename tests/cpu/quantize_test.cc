@@ -471,3 +471,88 @@ TEST(Int8Conv, OneDnnGivesWhatTheReferenceLoopsGive) {
 
 }  // namespace
 }  // namespace bulkhead::test
+
+namespace bulkhead::test {
+namespace {
+
+// A QDQ model as quantisers write it: x quantised, two convolutions whose weights, inputs
+// and bias are dequantised, a Relu after the first (y's zero point 0: it changes nothing),
+// each result quantised again; x's dequantiser also feeds a float branch (kept).
+std::string qdq_two_conv_model() {
+  const std::string w1 = int8conv::ints_text(8 * 4 * 9, 31, -127, 127), w2 = int8conv::ints_text(6 * 8 * 9, 32, -127, 127);
+  return R"(<ir_version: 8, opset_import: ["" : 13]>
+g (uint8[1,4,10,10] xq) => (uint8[1,6,10,10] yq, float[1,4,10,10] side) <
+  float xs = {0.03}, uint8 xz = {120},
+  int8[8,4,3,3] w1 = {)" + w1 + R"(}, float[8] w1s = {0.004,0.005,0.006,0.003,0.007,0.004,0.005,0.006}, int8[8] w1z = {0,0,0,0,0,0,0,0},
+  int32[8] b1 = {100,-200,300,-50,0,25,-75,150}, float[8] b1s = {0.00012,0.00015,0.00018,0.00009,0.00021,0.00012,0.00015,0.00018},
+  float h1s = {0.02}, uint8 h1z = {0},
+  int8[6,8,3,3] w2 = {)" + w2 + R"(}, float w2s = {0.005},
+  float ys = {0.04}, uint8 yz = {128}> {
+  x = DequantizeLinear(xq, xs, xz)
+  side = Relu(x)
+  w1f = DequantizeLinear <axis = 0> (w1, w1s, w1z)
+  b1f = DequantizeLinear <axis = 0> (b1, b1s)
+  c1 = Conv <pads = [1,1,1,1]> (x, w1f, b1f)
+  r1 = Relu(c1)
+  h1q = QuantizeLinear(r1, h1s, h1z)
+  h1 = DequantizeLinear(h1q, h1s, h1z)
+  w2f = DequantizeLinear(w2, w2s)
+  c2 = Conv <pads = [1,1,1,1]> (h1, w2f)
+  yq = QuantizeLinear(c2, ys, yz)
+})";
+}
+
+TEST(QdqFusion, DequantizeConvQuantizeRunsAsQLinearConvWithinOneStep) {
+  Env env;
+  const std::string bytes = model_text_bytes(qdq_two_conv_model());
+  SessionOptions plain;
+  plain.optimization_level = 0;
+  auto ref = env.load_bytes(bytes, "qdq", plain);
+  auto fused = env.load_bytes(bytes, "qdq");
+  ASSERT_TRUE(ref.is_ok()) << ref.status().to_string();
+  ASSERT_TRUE(fused.is_ok()) << fused.status().to_string();
+  // 11 nodes as written; fused: x's DequantizeLinear (still read by the float branch),
+  // Relu, and the two QLinearConv.
+  EXPECT_EQ(fused->placement()[0].second, 4);
+  NamedTensors in{{"xq", int8conv::random_ints(DataType::kUInt8, {1, 4, 10, 10}, 41)}};
+  auto a = ref->run(in);
+  auto b = fused->run(in);
+  ASSERT_TRUE(a.is_ok()) << a.status().to_string();
+  ASSERT_TRUE(b.is_ok()) << b.status().to_string();
+  const Tensor& ya = (*a)[0].second;
+  const Tensor& yb = (*b)[0].second;
+  ASSERT_EQ(ya.shape(), yb.shape());
+  int64_t differ = 0;
+  for (int64_t i = 0; i < ya.numel(); ++i) {
+    const int d = std::abs(int{ya.data<uint8_t>()[i]} - int{yb.data<uint8_t>()[i]});
+    ASSERT_LE(d, 1) << "element " << i;
+    differ += d != 0;
+  }
+  EXPECT_LE(differ * 50, ya.numel()) << differ << " of " << ya.numel() << " differ by one step";
+  EXPECT_TRUE(bitwise_equal((*a)[1].second, (*b)[1].second)) << "the float branch is untouched";
+}
+
+TEST(QdqFusion, AReluThatWouldClipAndABiasOfAnotherScaleStayAsWritten) {
+  Env env;
+  // x's DequantizeLinear, the float branch's Relu, the first Conv with its Relu fused as
+  // a float post-op (weight and bias dequantisers folded into constants when the session
+  // is made), its QuantizeLinear, and the second convolution as one QLinearConv.
+  const int kFirstStaysFloat = 5;
+  // y's zero point 9: the Relu clips real values, so Conv+Relu+Q is not one QLinearConv.
+  std::string m = qdq_two_conv_model();
+  m.replace(m.find("uint8 h1z = {0}"), 15, "uint8 h1z = {9}");
+  auto s = env.load_bytes(model_text_bytes(m), "qdq");
+  ASSERT_TRUE(s.is_ok()) << s.status().to_string();
+  EXPECT_EQ(s->placement()[0].second, kFirstStaysFloat);
+  // A bias whose scale is not x_scale * w_scale: its int32 values mean something else.
+  m = qdq_two_conv_model();
+  m.replace(m.find("0.00012,0.00015"), 15, "0.00024,0.00015");
+  s = env.load_bytes(model_text_bytes(m), "qdq");
+  ASSERT_TRUE(s.is_ok()) << s.status().to_string();
+  EXPECT_EQ(s->placement()[0].second, kFirstStaysFloat);
+  NamedTensors in{{"xq", int8conv::random_ints(DataType::kUInt8, {1, 4, 10, 10}, 41)}};
+  EXPECT_TRUE(s->run(in).is_ok());
+}
+
+}  // namespace
+}  // namespace bulkhead::test
