@@ -42,7 +42,7 @@ class Optimizer {
     // fusions below would otherwise treat as float weights.
     for (size_t i = 0; i < g_.nodes.size(); ++i) {
       if (dead_[i] || done_[i]) continue;
-      if (fuse_qdq_conv(i)) index();
+      if (fuse_qdq_conv(i) || fuse_qdq_matmul(i)) index();
     }
     for (size_t i = 0; i < g_.nodes.size(); ++i) {
       if (dead_[i] || done_[i]) continue;
@@ -764,6 +764,54 @@ class Optimizer {
     // The weight and bias dequantisers are no longer read (the x one may still be).
     for (auto d : {dw, db, dx})
       if (d && !pinned_.count(g_.nodes[*d].outputs[0]) && num_uses_except(g_.nodes[*d].outputs[0], ci) == 0) dead_[*d] = true;
+    return true;
+  }
+
+  // DequantizeLinear(aq, as, az) → MatMul(·, DequantizeLinear(bq 2-D constant, bs, bz))
+  // → QuantizeLinear(·, ys, yz) becomes QLinearMatMul(aq, as, az, bq, bs, bz, ys, yz):
+  // a per tensor, b per tensor or per column (axis 1), y per tensor, all constants.
+  bool fuse_qdq_matmul(size_t mi) {
+    const Node& mm = g_.nodes[mi];
+    if (mm.op_type != "MatMul" || !mm.domain.empty() || mm.inputs.size() != 2 || mm.outputs.size() != 1 || mm.outputs[0].empty())
+      return false;
+    auto da = producer(mm.inputs[0]);
+    auto db = producer(mm.inputs[1]);
+    if (!da || !db) return false;
+    const Node& DA = g_.nodes[*da];
+    const Node& DB = g_.nodes[*db];
+    if (DA.op_type != "DequantizeLinear" || DB.op_type != "DequantizeLinear") return false;
+    const Tensor* bq = constant(DB.inputs[0]);
+    if (!bq || !bq->on_host() || (bq->dtype() != DataType::kUInt8 && bq->dtype() != DataType::kInt8) || bq->rank() != 2) return false;
+    DataType azt = DataType::kUndefined, bzt = DataType::kUndefined, yzt = DataType::kUndefined;
+    if (!qdq_params(DA, 1, 1, 2, &azt) || !qdq_params(DB, bq->dim(1), 1, 2, &bzt)) return false;
+    const DataType at = type_of(DA.inputs[0]);
+    if (at != DataType::kUInt8 && at != DataType::kInt8) return false;
+    if ((azt != DataType::kUndefined && azt != at) || (bzt != DataType::kUndefined && bzt != bq->dtype())) return false;
+    auto nx = sole_consumer(mm.outputs[0]);
+    if (!nx) return false;
+    const Node& Q = g_.nodes[*nx];
+    if (Q.op_type != "QuantizeLinear" || !qdq_params(Q, 1, 1, 2, &yzt)) return false;
+    const DataType yt = yzt == DataType::kUndefined ? DataType::kUInt8 : yzt;
+    if (Q.has_attr("output_dtype") && Q.attr_int("output_dtype", 0) != 0 &&
+        Q.attr_int("output_dtype", 0) != static_cast<int64_t>(yt == DataType::kUInt8 ? 2 : 3))
+      return false;
+    Node fused;
+    fused.name = mm.name;
+    fused.op_type = "QLinearMatMul";
+    fused.opset = mm.opset;
+    fused.inputs = {DA.inputs[0],
+                    DA.inputs[1],
+                    azt == DataType::kUndefined ? zero_point(DA.inputs[0], at, 1) : DA.inputs[2],
+                    DB.inputs[0],
+                    DB.inputs[1],
+                    bzt == DataType::kUndefined ? zero_point(DB.inputs[0], bq->dtype(), constant(DB.inputs[1])->numel()) : DB.inputs[2],
+                    Q.inputs[1],
+                    yzt == DataType::kUndefined ? zero_point(Q.inputs[0], DataType::kUInt8, 1) : Q.inputs[2]};
+    fused.outputs = {Q.outputs[0]};
+    const size_t last = *nx;
+    replace_chain(mi, {last}, last, std::move(fused), Q.outputs[0]);
+    for (auto d : {db, da})
+      if (!pinned_.count(g_.nodes[*d].outputs[0]) && num_uses_except(g_.nodes[*d].outputs[0], mi) == 0) dead_[*d] = true;
     return true;
   }
 

@@ -13,7 +13,8 @@
 //   - QDQ convolutions — DequantizeLinear of x, w (and an int32 bias of scale
 //     x_scale*w_scale) → Conv [→ Relu that clips nothing] → QuantizeLinear, with constant
 //     scales and zero points — become one QLinearConv on the int8 data (within one
-//     quantisation step of the float path);
+//     quantisation step of the float path); DequantizeLinear of a and a constant 2-D b →
+//     MatMul → QuantizeLinear likewise becomes one QLinearMatMul;
 //   - the element-wise chain that follows a Conv is fused into it as post-ops, in order:
 //     Relu, LeakyRelu, Clip, HardSigmoid, HardSwish (the op, or written out as
 //     x*Clip(x+3,0,6)/6 or x*HardSigmoid(x)), Sigmoid, Mul/Add by a scalar constant

@@ -556,3 +556,105 @@ TEST(QdqFusion, AReluThatWouldClipAndABiasOfAnotherScaleStayAsWritten) {
 
 }  // namespace
 }  // namespace bulkhead::test
+
+namespace bulkhead::test {
+namespace {
+
+// Compares two int tensors element by element; at most `step` apart, and returns how many differ.
+int64_t compare_ints(const Tensor& a, const Tensor& b, int step) {
+  EXPECT_EQ(a.shape(), b.shape());
+  EXPECT_EQ(a.dtype(), b.dtype());
+  if (a.shape() != b.shape() || a.dtype() != b.dtype()) return a.numel();
+  int64_t differ = 0;
+  for (int64_t i = 0; i < a.numel(); ++i) {
+    int64_t va = 0, vb = 0;
+    if (a.dtype() == DataType::kInt32) va = a.data<int32_t>()[i], vb = b.data<int32_t>()[i];
+    else if (a.dtype() == DataType::kUInt8) va = a.data<uint8_t>()[i], vb = b.data<uint8_t>()[i];
+    else va = a.data<int8_t>()[i], vb = b.data<int8_t>()[i];
+    EXPECT_LE(std::abs(va - vb), step) << "element " << i;
+    differ += va != vb;
+  }
+  return differ;
+}
+
+TEST(Int8MatMul, OneDnnGivesWhatTheReferenceLoopsGive) {
+  using int8conv::ints_text;
+  struct Case {
+    const char* name;
+    std::string model;
+    NamedTensors inputs;
+    int step;
+  };
+  const std::string bu8 = ints_text(64 * 24, 51, 0, 255), bs8 = ints_text(64 * 24, 52, -128, 127);
+  std::vector<Case> cases;
+  cases.push_back({"QLinearMatMul, uint8 B with zero point 128, per-column scales, 3-D a",
+                   R"(<ir_version: 8, opset_import: ["" : 10]>
+g (uint8[2,5,64] a) => (uint8[2,5,24] y) <float as = {0.02}, uint8 az = {117}, uint8[64,24] b = {)" + bu8 +
+                       R"(}, float[24] bs = {)" + random_values_text(24, 53, 0.001f, 0.01f) + R"(}, uint8[24] bz = {)" +
+                       ints_text(24, 54, 128, 128) + R"(}, float ys = {0.3}, uint8 yz = {100}> {
+  y = QLinearMatMul(a, as, az, b, bs, bz, ys, yz) })",
+                   {{"a", int8conv::random_ints(DataType::kUInt8, {2, 5, 64}, 55)}},
+                   1});
+  cases.push_back({"QLinearMatMul, int8 a and y, int8 B as an input",
+                   R"(<ir_version: 8, opset_import: ["" : 10]>
+g (int8[7,64] a, int8[64,24] b) => (int8[7,24] y) <float as = {0.02}, int8 az = {-3}, float bs = {0.004}, int8 bz = {0}, float ys = {0.2}, int8 yz = {5}> {
+  y = QLinearMatMul(a, as, az, b, bs, bz, ys, yz) })",
+                   {{"a", int8conv::random_ints(DataType::kInt8, {7, 64}, 56)}, {"b", int8conv::random_ints(DataType::kInt8, {64, 24}, 57)}},
+                   1});
+  cases.push_back({"MatMulInteger, constant int8 B", R"(<ir_version: 8, opset_import: ["" : 10]>
+g (uint8[9,64] a) => (int32[9,24] y) <uint8 az = {130}, int8[64,24] b = {)" + bs8 + R"(}> { y = MatMulInteger(a, b, az) })",
+                   {{"a", int8conv::random_ints(DataType::kUInt8, {9, 64}, 58)}},
+                   0});
+  cases.push_back({"MatMulInteger, sums beyond float32's integers (reference)", R"(<ir_version: 8, opset_import: ["" : 10]>
+g (uint8[3,1200] a, int8[1200,4] b) => (int32[3,4] y) { y = MatMulInteger(a, b) })",
+                   {{"a", int8conv::random_ints(DataType::kUInt8, {3, 1200}, 59)}, {"b", int8conv::random_ints(DataType::kInt8, {1200, 4}, 60)}},
+                   0});
+  Env env;
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    const std::string bytes = model_text_bytes(c.model);
+    auto fast = env.load_bytes(bytes, "m");
+    setenv("BULKHEAD_CPU_INT8", "0", 1);
+    auto ref = env.load_bytes(bytes, "m");
+    unsetenv("BULKHEAD_CPU_INT8");
+    ASSERT_TRUE(fast.is_ok()) << fast.status().to_string();
+    ASSERT_TRUE(ref.is_ok()) << ref.status().to_string();
+    auto a = fast->run(c.inputs);
+    auto b = ref->run(c.inputs);
+    ASSERT_TRUE(a.is_ok()) << a.status().to_string();
+    ASSERT_TRUE(b.is_ok()) << b.status().to_string();
+    const int64_t differ = compare_ints((*a)[0].second, (*b)[0].second, c.step);
+    EXPECT_LE(differ * 100, (*a)[0].second.numel()) << differ << " differ by one step";
+  }
+}
+
+TEST(QdqFusion, DequantizeMatMulQuantizeRunsAsQLinearMatMulWithinOneStep) {
+  const std::string b = int8conv::ints_text(32 * 16, 61, -127, 127);
+  const std::string text = R"(<ir_version: 8, opset_import: ["" : 13]>
+g (uint8[4,32] aq) => (uint8[4,16] yq) <float as = {0.05}, uint8 az = {128}, int8[32,16] b = {)" + b +
+                           R"(}, float[16] bs = {)" + random_values_text(16, 62, 0.002f, 0.008f) +
+                           R"(}, float ys = {0.15}, uint8 yz = {120}> {
+  a = DequantizeLinear(aq, as, az)
+  bf = DequantizeLinear <axis = 1> (b, bs)
+  m = MatMul(a, bf)
+  yq = QuantizeLinear(m, ys, yz)
+})";
+  Env env;
+  SessionOptions plain;
+  plain.optimization_level = 0;
+  auto ref = env.load_bytes(model_text_bytes(text), "qdq", plain);
+  auto fused = env.load_bytes(model_text_bytes(text), "qdq");
+  ASSERT_TRUE(ref.is_ok()) << ref.status().to_string();
+  ASSERT_TRUE(fused.is_ok()) << fused.status().to_string();
+  EXPECT_EQ(fused->placement()[0].second, 1);
+  NamedTensors in{{"aq", int8conv::random_ints(DataType::kUInt8, {4, 32}, 63)}};
+  auto x = ref->run(in);
+  auto y = fused->run(in);
+  ASSERT_TRUE(x.is_ok()) << x.status().to_string();
+  ASSERT_TRUE(y.is_ok()) << y.status().to_string();
+  const int64_t differ = compare_ints((*x)[0].second, (*y)[0].second, 1);
+  EXPECT_LE(differ * 20, (*x)[0].second.numel());
+}
+
+}  // namespace
+}  // namespace bulkhead::test

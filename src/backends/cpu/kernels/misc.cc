@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "backends/cpu/cpu_kernels.h"
+#include "backends/cpu/kernels/dnnl_int8.h"
 #include "backends/cpu/cpu_util.h"
 #include "backends/cpu/kernels/reduction_util.h"
 
@@ -1801,9 +1802,7 @@ void register_misc_kernels(KernelTable& t) {
             BH_ASSIGN_OR_RETURN(LossAttrs a, loss_attrs(info));
             return make_kernel([a, softmax](KernelContext& ctx) { return loss_compute(ctx, a, softmax); });
           });
-  t.add("MatMulInteger", 10, [](const KernelInfo&) -> Result<std::unique_ptr<Kernel>> {
-    return make_kernel(matmul_integer_compute);
-  });
+  t.add("MatMulInteger", 10, [](const KernelInfo& info) { return make_int8_matmul(info, false, matmul_integer_compute); });
   t.add("Binarizer", 1, [](const KernelInfo& info) -> Result<std::unique_ptr<Kernel>> {
     float threshold = info.node.attr_float("threshold", 0.0f);
     return make_kernel([threshold](KernelContext& ctx) { return binarizer_compute(ctx, threshold); });

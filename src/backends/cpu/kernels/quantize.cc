@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "backends/cpu/cpu_kernels.h"
+#include "backends/cpu/kernels/dnnl_int8.h"
 #include "backends/cpu/cpu_util.h"
 #include "backends/cpu/kernels/cast.h"
 #include "backends/cpu/kernels/quant_util.h"
@@ -371,9 +372,7 @@ void register_quantize_kernels(KernelTable& t) {
                          " (float32, float16 or bfloat16)");
     return make_kernel([a](KernelContext& ctx) { return dequantize_compute(ctx, a); });
   });
-  t.add("QLinearMatMul", 10, [](const KernelInfo&) -> Result<std::unique_ptr<Kernel>> {
-    return make_kernel(qlinear_matmul_compute);
-  });
+  t.add("QLinearMatMul", 10, [](const KernelInfo& info) { return make_int8_matmul(info, true, qlinear_matmul_compute); });
   t.add("DynamicQuantizeLinear", 11, [](const KernelInfo&) -> Result<std::unique_ptr<Kernel>> {
     return make_kernel(dynamic_quantize_compute);
   });

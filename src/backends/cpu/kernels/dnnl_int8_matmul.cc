@@ -1,0 +1,237 @@
+// MatMulInteger and QLinearMatMul on oneDNN's int8 matrix product (VNNI / AMX-INT8 where
+// the CPU has them), for the form quantised models use: A [..., M, K] (uint8 or int8, one
+// zero point) times a 2-D B [K, N]. A's batch folds into its rows.
+//
+// oneDNN takes signed B without a zero point here: a constant B with one (uint8 weights
+// with zero point 128, say) is shifted into int8 once at session creation when
+// B - b_zero_point fits, and packed for the primitive; a B given at run time must be
+// int8 with zero points 0. The primitive writes the int32 sums; QLinearMatMul's
+// requantisation (a_scale[m] * b_scale[n] / y_scale, y's zero point) runs here, as the
+// reference computes it: oneDNN's int32 result passes through float32, which is the
+// float32 value of the sum the reference scales. MatMulInteger's result must be exact:
+// it uses oneDNN only when K * max|A - a_zp| * max|B| is below 2^24 on each run's data.
+// Every other form (batched B, per-row zero points of A, shapes oneDNN has no kernel
+// for) runs on the reference loop, which also gives every error message.
+#include <oneapi/dnnl/dnnl.hpp>
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <mutex>
+
+#include "backends/cpu/cpu_util.h"
+#include "backends/cpu/kernels/dnnl_common.h"
+#include "backends/cpu/kernels/dnnl_int8.h"
+#include "backends/cpu/kernels/quant_util.h"
+
+namespace bulkhead::cpu {
+namespace {
+
+using namespace dnnl_util;
+
+class Int8MatMulKernel final : public Kernel {
+ public:
+  Int8MatMulKernel(bool qlinear, Tensor b_s8, int b_max, LambdaKernel::Fn reference, dnnl::engine eng)
+      : qlinear_(qlinear), b_s8_(std::move(b_s8)), b_max_(b_max), reference_(std::move(reference)), eng_(std::move(eng)) {}
+  Status compute(KernelContext& ctx) const override;
+
+ private:
+  struct Plan {
+    bool use_ref = false;
+    dnnl::matmul prim;
+    memory::desc src_md, w_md, user_w, dst_md, scratch_md;
+    bool re_w = false;
+    memory packed_w;
+    bool has_packed = false;
+  };
+  std::shared_ptr<const Plan> plan_for(int64_t R, int64_t K, int64_t N, DataType at) const;
+
+  bool qlinear_;
+  Tensor b_s8_;    // constant B less its zero point, int8 [K, N] (undefined: none)
+  int b_max_ = 128;
+  LambdaKernel::Fn reference_;
+  dnnl::engine eng_;
+  mutable std::mutex mu_;
+  mutable std::map<std::vector<int64_t>, std::shared_ptr<const Plan>> plans_;
+};
+
+std::shared_ptr<const Int8MatMulKernel::Plan> Int8MatMulKernel::plan_for(int64_t R, int64_t K, int64_t N, DataType at) const {
+  const std::vector<int64_t> key{R, K, N, static_cast<int64_t>(at), omp_get_max_threads()};
+  std::lock_guard<std::mutex> lock(mu_);
+  if (auto it = plans_.find(key); it != plans_.end()) return it->second;
+  auto p = std::make_shared<Plan>();
+  try {
+    const auto src_t = at == DataType::kUInt8 ? memory::data_type::u8 : memory::data_type::s8;
+    p->src_md = memory::desc({R, K}, src_t, memory::format_tag::ab);
+    p->user_w = memory::desc({K, N}, memory::data_type::s8, memory::format_tag::ab);
+    p->dst_md = memory::desc({R, N}, memory::data_type::s32, memory::format_tag::ab);
+    const memory::desc w_any = b_s8_.defined() ? memory::desc({K, N}, memory::data_type::s8, memory::format_tag::any) : p->user_w;
+    dnnl::primitive_attr attr;
+    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    attr.set_zero_points(DNNL_ARG_SRC, 0, {DNNL_RUNTIME_S32_VAL});
+    dnnl::matmul::desc d(p->src_md, w_any, p->dst_md);
+    dnnl::matmul::primitive_desc pd(d, attr, eng_);
+    if (std::string(pd.impl_info_str()).rfind("ref", 0) == 0) throw dnnl::error(dnnl_unimplemented, "reference kernel only");
+    p->w_md = pd.weights_desc();
+    p->scratch_md = pd.scratchpad_desc();
+    p->prim = dnnl::matmul(pd);
+    if (b_s8_.defined()) {
+      p->packed_w = memory(p->w_md, eng_);
+      memory from(p->user_w, eng_, const_cast<void*>(b_s8_.raw()));
+      if (p->w_md != p->user_w) {
+        dnnl::stream st(eng_);
+        dnnl::reorder(from, p->packed_w).execute(st, from, p->packed_w);
+        st.wait();
+      } else {
+        std::memcpy(p->packed_w.get_data_handle(), b_s8_.raw(), p->w_md.get_size());
+      }
+      p->has_packed = true;
+    }
+  } catch (const dnnl::error&) {
+    p->use_ref = true;
+  }
+  plans_.emplace(key, p);
+  return p;
+}
+
+Status Int8MatMulKernel::compute(KernelContext& ctx) const {
+  // MatMulInteger: A, B, [a_zero_point], [b_zero_point].
+  // QLinearMatMul: a, a_scale, a_zero_point, b, b_scale, b_zero_point, y_scale, y_zero_point.
+  const int bi = qlinear_ ? 3 : 1, azi = 2, bzi = qlinear_ ? 5 : 3;
+  const Tensor* A = ctx.input(0);
+  const Tensor* B = ctx.input(bi);
+  auto int8 = [](DataType t) { return t == DataType::kUInt8 || t == DataType::kInt8; };
+  if (!A || !B || !int8(A->dtype()) || !int8(B->dtype()) || A->rank() < 2 || B->rank() != 2 || A->dim(-1) != B->dim(0) ||
+      A->numel() == 0 || B->numel() == 0)
+    return reference_(ctx);
+  const int64_t M = A->dim(-2), K = A->dim(-1), N = B->dim(1), R = A->numel() / K;
+  // A's zero point: one value of A's type.
+  const Tensor* az = azi < ctx.num_inputs() ? ctx.input(azi) : nullptr;
+  if (az && az->numel() && (az->numel() != 1 || az->dtype() != A->dtype())) return reference_(ctx);
+  const int32_t za = az && az->numel() ? int_at(*az, 0) : 0;
+  int b_max = b_max_;
+  if (!b_s8_.defined()) {
+    if (B->dtype() != DataType::kInt8) return reference_(ctx);
+    if (const Tensor* bz = bzi < ctx.num_inputs() ? ctx.input(bzi) : nullptr) {
+      for (int64_t i = 0; i < bz->numel(); ++i)
+        if (bz->dtype() != DataType::kInt8 || int_at(*bz, i) != 0) return reference_(ctx);
+    }
+    b_max = 128;
+  }
+  const Tensor *as = nullptr, *bs = nullptr, *ys = nullptr, *yz = nullptr;
+  DataType yt = DataType::kInt32;
+  if (qlinear_) {
+    as = ctx.input(1);
+    bs = ctx.input(4);
+    ys = ctx.input(6);
+    yz = ctx.num_inputs() > 7 ? ctx.input(7) : nullptr;
+    auto f32 = [](const Tensor* t, int64_t n) { return t && t->dtype() == DataType::kFloat32 && (t->numel() == 1 || t->numel() == n); };
+    if (!f32(as, M) || !f32(bs, N) || !f32(ys, 1)) return reference_(ctx);
+    if (az && az->numel() != as->numel() && az->numel()) return reference_(ctx);
+    yt = yz && yz->numel() ? yz->dtype() : DataType::kUInt8;
+    if (!int8(yt) || (yz && yz->numel() > 1)) return reference_(ctx);
+  } else {
+    // int32 sums through float32: exact only below 2^24.
+    int64_t amax = 0;
+    for (int64_t i = 0; i < A->numel(); ++i) amax = std::max<int64_t>(amax, std::abs(int_at(*A, i) - za));
+    if (K * amax * b_max >= (int64_t{1} << 24)) return reference_(ctx);
+  }
+
+  auto p = plan_for(R, K, N, A->dtype());
+  if (p->use_ref) return reference_(ctx);
+  Shape out(A->shape().begin(), A->shape().end() - 1);
+  out.push_back(N);
+  BH_ASSIGN_OR_RETURN(Tensor y, ctx.allocate_output(0, yt, out));
+  Tensor sums;
+  if (qlinear_) {
+    BH_ASSIGN_OR_RETURN(sums, ctx.allocate_scratch(DataType::kInt32, out));
+  }
+  Tensor& dst_t = qlinear_ ? sums : y;
+  CallScratch sc{ctx, {}};
+  try {
+    dnnl::stream s(eng_);
+    int32_t za32 = za;
+    std::unordered_map<int, memory> args{
+        {DNNL_ARG_SRC, memory(p->src_md, eng_, const_cast<void*>(A->raw()))},
+        {DNNL_ARG_WEIGHTS, p->has_packed ? p->packed_w : memory(p->user_w, eng_, const_cast<void*>(B->raw()))},
+        {DNNL_ARG_DST, memory(p->dst_md, eng_, dst_t.raw())},
+        {DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC, memory({{1}, memory::data_type::s32, memory::format_tag::a}, eng_, &za32)}};
+    if (size_t ss = p->scratch_md.get_size()) {
+      BH_ASSIGN_OR_RETURN(void* buf, sc.get(ss));
+      args.emplace(DNNL_ARG_SCRATCHPAD, memory(p->scratch_md, eng_, buf));
+    }
+    p->prim.execute(s, args);
+    s.wait();
+  } catch (const dnnl::error& e) {
+    return internal_error(ctx.where() + "oneDNN failed: " + e.what());
+  }
+  if (qlinear_) {
+    const int32_t lo = yt == DataType::kUInt8 ? 0 : -128, hi = yt == DataType::kUInt8 ? 255 : 127;
+    const float y_scale = float_at(*ys, 0);
+    const int32_t zy = yz && yz->numel() ? int_at(*yz, 0) : 0;
+    std::vector<float> bsv(static_cast<size_t>(N));
+    for (int64_t n = 0; n < N; ++n) bsv[n] = float_at(*bs, bs->numel() == 1 ? 0 : n);
+    const int32_t* acc = sums.data<int32_t>();
+    parallel_for(ctx.threads(), R, std::max<int64_t>(1, 4096 / std::max<int64_t>(N, 1)), [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r) {
+        const float sa = float_at(*as, as->numel() == 1 ? 0 : r % M);
+        for (int64_t n = 0; n < N; ++n) {
+          const float mult = sa * bsv[n] / y_scale;
+          double v = std::nearbyint(static_cast<double>(static_cast<float>(acc[r * N + n]) * mult)) + zy;
+          if (std::isnan(v)) v = zy;  // a NaN or zero scale: the zero point, as the reference
+          const int32_t q = static_cast<int32_t>(std::clamp(v, static_cast<double>(lo), static_cast<double>(hi)));
+          static_cast<uint8_t*>(y.raw())[r * N + n] = static_cast<uint8_t>(q);
+        }
+      }
+    });
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Kernel>> make_int8_matmul(const KernelInfo& info, bool qlinear, LambdaKernel::Fn reference) {
+  const char* env = std::getenv("BULKHEAD_CPU_INT8");
+  if (env && std::string(env) == "0") return make_kernel(std::move(reference));
+  const ir::Node& n = info.node;
+  const int bi = qlinear ? 3 : 1, bzi = qlinear ? 5 : 3;
+  auto constant = [&](int i) -> const Tensor* {
+    return info.input_is_constant(i) && info.constant_inputs[i].on_host() ? &info.constant_inputs[i] : nullptr;
+  };
+  const bool bz_given = static_cast<size_t>(bzi) < n.inputs.size() && !n.inputs[bzi].empty();
+  Tensor b_s8;
+  int b_max = 128;
+  if (const Tensor* b = constant(bi)) {
+    const Tensor* bz = bz_given ? constant(bzi) : nullptr;
+    if ((b->dtype() == DataType::kInt8 || b->dtype() == DataType::kUInt8) && b->rank() == 2 && (!bz_given || bz) &&
+        (!bz || (bz->dtype() == b->dtype() && (bz->numel() <= 1 || bz->numel() == b->dim(1))))) {
+      Tensor t = Tensor::host(DataType::kInt8, b->shape());
+      const int64_t N = b->dim(1);
+      bool fits = true;
+      int64_t most = 0;
+      for (int64_t i = 0; i < b->numel() && fits; ++i) {
+        const int64_t z = bz && bz->numel() ? int_at(*bz, bz->numel() == 1 ? 0 : i % N) : 0;
+        const int64_t v = int_at(*b, i) - z;
+        fits = v >= -128 && v <= 127;
+        most = std::max<int64_t>(most, v < 0 ? -v : v);
+        t.data<int8_t>()[i] = static_cast<int8_t>(v);
+      }
+      if (fits) {
+        b_s8 = std::move(t);
+        b_max = static_cast<int>(most);
+      }
+    }
+  }
+  try {
+    dnnl::engine eng(dnnl::engine::kind::cpu, 0);
+    return std::unique_ptr<Kernel>(
+        std::make_unique<Int8MatMulKernel>(qlinear, std::move(b_s8), b_max, std::move(reference), std::move(eng)));
+  } catch (const dnnl::error& e) {
+    return internal_error(info.where() + "cannot create a oneDNN CPU engine: " + e.what());
+  }
+}
+
+}  // namespace bulkhead::cpu
