@@ -69,6 +69,7 @@ int main(int argc, char** argv) {
   bulkhead::cli::add_check(app);
   bulkhead::cli::add_split(app);
   bulkhead::cli::add_selftest(app);
+  bulkhead::cli::add_quantize(app);
   // An unknown command is named as such (CLI11 would say "A subcommand is required").
   if (argc > 1 && argv[1][0] != '-') {
     bool known = false;

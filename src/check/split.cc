@@ -31,6 +31,8 @@ void names_read(const onnx::NodeProto& n, std::vector<std::string>& out) {
   }
 }
 
+}  // namespace
+
 // Resolves an external initializer into raw_data so the parts are self-contained.
 Status inline_external(onnx::TensorProto& t, const std::string& dir) {
   if (t.data_location() != onnx::TensorProto::EXTERNAL) return Status::ok();
@@ -46,8 +48,6 @@ Status inline_external(onnx::TensorProto& t, const std::string& dir) {
   t = std::move(r);
   return Status::ok();
 }
-
-}  // namespace
 
 Result<SplitResult> split_model(const std::string& path, double fraction, const std::vector<std::string>& at) {
   BH_ASSIGN_OR_RETURN(std::string bytes, io::read_regular_file(path, io::kDefaultMaxFileBytes, "model"));

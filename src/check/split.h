@@ -10,6 +10,10 @@
 
 #include "bulkhead/status.h"
 
+namespace onnx {
+class TensorProto;
+}
+
 namespace bulkhead::check {
 
 struct SplitResult {
@@ -21,6 +25,9 @@ struct SplitResult {
 // Splits the model at `path` after `fraction` (0 < f < 1) of its nodes, or, when `at` is
 // not empty, right after the nodes that produce the named values (F computes exactly what
 // those need). External data is read into the parts (they are self-contained).
+// Reads an initializer stored in an external file (inside `dir`) into its raw_data.
+Status inline_external(onnx::TensorProto& t, const std::string& dir);
+
 Result<SplitResult> split_model(const std::string& path, double fraction, const std::vector<std::string>& at = {});
 
 }  // namespace bulkhead::check

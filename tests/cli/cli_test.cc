@@ -328,5 +328,27 @@ g (string[2] x, string[2] z) => (string[2] y, bool[2] same) { y = StringConcat(x
                "holds 0xD800 at character 0, a UTF-16 surrogate");
 }
 
+// `bulkhead quantize`: a one-input model from a .npy or a folder of NAME.npy; the model
+// it writes runs; bad requests are one clear line and write nothing.
+TEST_F(Cli, QuantizeWritesARunnableQdqModel) {
+  dir_.write("conv.onnx", model_text_bytes(R"(<ir_version: 8, opset_import: ["" : 13]>
+g (float[1,3,8,8] x) => (float[1,4,8,8] y) <float[4,3,3,3] w = {)" + random_values_text(108, 5, -0.5f, 0.5f) + R"(}> {
+  y = Conv <pads = [1,1,1,1]> (x, w) })"));
+  ASSERT_TRUE(io::write_npy(m("cx.npy"), random_tensor({1, 3, 8, 8}, 6)).is_ok());
+  std::filesystem::create_directories(m("cal"));
+  ASSERT_TRUE(io::write_npy(m("cal/x.npy"), random_tensor({1, 3, 8, 8}, 7)).is_ok());
+  Outcome o = bulkhead("quantize " + m("conv.onnx") + " " + m("q.onnx") + " --calibrate " + m("cx.npy") + " --calibrate " + m("cal"), dir_);
+  ASSERT_EQ(o.code, 0) << o.err;
+  EXPECT_NE(o.out.find("1 Conv and 0 MatMul quantised (weights int8 per channel"), std::string::npos) << o.out;
+  Outcome r = bulkhead("run " + m("q.onnx") + " -i " + m("cx.npy") + " -o " + m("qout"), dir_);
+  EXPECT_EQ(r.code, 0) << r.err;
+  expect_error("quantize " + m("conv.onnx") + " " + m("q2.onnx") + " --calibrate " + m("none.npy"), "none.npy");
+  expect_error("quantize " + m("conv.onnx") + " " + m("q2.onnx") + " --calibrate " + m("qout"), "calibration folder '" + m("qout") + "'");
+  expect_error("quantize " + m("add.onnx") + " " + m("q2.onnx") + " --calibrate " + m("x.npy"), "the model takes 2 inputs");
+  expect_error("quantize " + m("conv.onnx") + " " + m("conv.onnx") + " --calibrate " + m("cx.npy"), "would overwrite the model");
+  expect_error("quantize " + m("conv.onnx") + " " + m("q2.onnx") + " --calibrate " + m("cx.npy") + " --method kl", "unknown calibration method 'kl'");
+  EXPECT_FALSE(std::filesystem::exists(m("q2.onnx")));
+}
+
 }  // namespace
 }  // namespace bulkhead::test

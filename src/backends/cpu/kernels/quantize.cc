@@ -161,6 +161,29 @@ Status quantize_compute(KernelContext& ctx, const QuantAttrs& a) {
   // rounded to float16 or bfloat16, which is the correctly rounded quotient in that type
   // (float32 has more than twice their precision plus two bits).
   const DataType prec = a.precision != DataType::kUndefined ? a.precision : scale.dtype();
+  if (l.kind == Layout::Kind::kTensor && x.dtype() == DataType::kFloat32 && prec == DataType::kFloat32 &&
+      scale.dtype() == DataType::kFloat32 && (yt == DataType::kUInt8 || yt == DataType::kInt8)) {
+    // The usual case (QDQ activations), the same arithmetic with the per-element lookups
+    // hoisted: the quotient in float32, rounded half to even, the zero point, saturation.
+    const float sc = scale.data<float>()[0], z = zp ? static_cast<float>(int_at(*zp, 0)) : 0.0f;
+    const float flo = static_cast<float>(lo), fhi = static_cast<float>(hi);
+    const float* xv = x.data<float>();
+    parallel_for(ctx.threads(), n, 1 << 15, [&](int64_t b, int64_t e) {
+      if (yt == DataType::kUInt8) {
+        for (int64_t i = b; i < e; ++i) {
+          const float r = std::nearbyint(xv[i] / sc) + z;
+          y8[i] = static_cast<uint8_t>(r == r ? std::min(std::max(r, flo), fhi) : z);
+        }
+      } else {
+        int8_t* y = reinterpret_cast<int8_t*>(y8);
+        for (int64_t i = b; i < e; ++i) {
+          const float r = std::nearbyint(xv[i] / sc) + z;
+          y[i] = static_cast<int8_t>(r == r ? std::min(std::max(r, flo), fhi) : z);
+        }
+      }
+    });
+    return Status::ok();
+  }
   auto in_precision = [prec](float q) {
     if (prec == DataType::kFloat16) return half_to_float(float_to_half(q));
     if (prec == DataType::kBFloat16) return bfloat16_to_float(float_to_bfloat16(q));
@@ -210,6 +233,23 @@ Status dequantize_compute(KernelContext& ctx, const QuantAttrs& a) {
   const int64_t n = x.numel();
   BH_ASSIGN_OR_RETURN(Tensor y, ctx.allocate_output(0, yt, x.shape()));
   if (n == 0) return Status::ok();
+  if (l.kind == Layout::Kind::kTensor && yt == DataType::kFloat32 && scale.dtype() == DataType::kFloat32 &&
+      (xt == DataType::kUInt8 || xt == DataType::kInt8)) {
+    // The usual case (QDQ activations and weights), with the lookups hoisted.
+    const float sc = scale.data<float>()[0];
+    const int32_t z = zp ? int_at(*zp, 0) : 0;
+    float* yv = y.data<float>();
+    parallel_for(ctx.threads(), n, 1 << 15, [&](int64_t b, int64_t e) {
+      if (xt == DataType::kUInt8) {
+        const uint8_t* xv = x.data<uint8_t>();
+        for (int64_t i = b; i < e; ++i) yv[i] = static_cast<float>(int32_t{xv[i]} - z) * sc;
+      } else {
+        const int8_t* xv = x.data<int8_t>();
+        for (int64_t i = b; i < e; ++i) yv[i] = static_cast<float>(int32_t{xv[i]} - z) * sc;
+      }
+    });
+    return Status::ok();
+  }
   Tensor f = yt == DataType::kFloat32 ? y : Tensor::host(DataType::kFloat32, x.shape());
   float* fp = f.data<float>();
   parallel_for(ctx.threads(), n, 1 << 14, [&](int64_t b, int64_t e) {

@@ -1,0 +1,45 @@
+// Static post-training quantisation to the standard QDQ form (`bulkhead quantize`).
+//
+// Every Conv with constant float32 weights and every MatMul with a constant 2-D float32
+// right-hand side (unless named in `keep_float`) gets:
+//   - its activation input and its output quantised to uint8, per tensor, with ranges
+//     from running the float model on the calibration samples (min-max, or the given
+//     percentile of the values at each end): QuantizeLinear → DequantizeLinear pairs,
+//     read by every consumer of the tensor (graph outputs stay float);
+//   - its weights as int8, symmetric, per output channel (Conv axis 0, MatMul axis 1)
+//     where the model's opset has per-axis DequantizeLinear (13+), else per tensor, with
+//     a DequantizeLinear node;
+//   - Conv's bias as int32 with scale x_scale·w_scale and zero point 0.
+// The result is a valid ONNX model that any runtime with QDQ support runs (ONNX Runtime
+// included); bulkhead's optimiser turns each DQ → Conv/MatMul → Q group into one int8
+// kernel. Models below opset 10 (no QuantizeLinear) are refused with a clear error.
+//
+// Pure function apart from reading `path` and running calibration sessions in an Env of
+// its own; thread-safe.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "bulkhead/bulkhead.hpp"
+
+namespace bulkhead::check {
+
+struct QuantizeOptions {
+  std::vector<NamedTensors> samples;    // calibration inputs, one set per sample (≥ 1)
+  std::string method = "minmax";        // "minmax" or "percentile"
+  double percentile = 99.99;            // for "percentile": the share of values kept, (50, 100]
+  std::vector<std::string> keep_float;  // node names left in float
+  int threads = 0;                      // for the calibration runs
+};
+
+struct QuantizeResult {
+  std::string model;  // the serialized QDQ ModelProto
+  int convs = 0, matmuls = 0, kept = 0;
+  bool per_channel = false;
+  int activations = 0;  // tensors given a Q/DQ pair
+};
+
+Result<QuantizeResult> quantize_model(const std::string& path, const QuantizeOptions& options);
+
+}  // namespace bulkhead::check
