@@ -168,18 +168,24 @@ Status quantize_compute(KernelContext& ctx, const QuantAttrs& a) {
     const float sc = scale.data<float>()[0], z = zp ? static_cast<float>(int_at(*zp, 0)) : 0.0f;
     const float flo = static_cast<float>(lo), fhi = static_cast<float>(hi);
     const float* xv = x.data<float>();
+    // Clamped to the representable range less the zero point first (the bounds are whole
+    // numbers, so clamping and rounding commute), then rounded half to even by adding and
+    // subtracting 1.5 * 2^23, exact for such small values in the default rounding mode;
+    // NaN survives both and becomes the zero point. Written so that it vectorises.
+    const float rlo = flo - z, rhi = fhi - z, magic = 12582912.0f;
     parallel_for(ctx.threads(), n, 1 << 15, [&](int64_t b, int64_t e) {
+      auto q = [&](int64_t i) {
+        float r = xv[i] / sc;
+        r = r < rlo ? rlo : r;
+        r = r > rhi ? rhi : r;
+        r = (r + magic) - magic;
+        return r == r ? r + z : z;
+      };
       if (yt == DataType::kUInt8) {
-        for (int64_t i = b; i < e; ++i) {
-          const float r = std::nearbyint(xv[i] / sc) + z;
-          y8[i] = static_cast<uint8_t>(r == r ? std::min(std::max(r, flo), fhi) : z);
-        }
+        for (int64_t i = b; i < e; ++i) y8[i] = static_cast<uint8_t>(static_cast<int32_t>(q(i)));
       } else {
         int8_t* y = reinterpret_cast<int8_t*>(y8);
-        for (int64_t i = b; i < e; ++i) {
-          const float r = std::nearbyint(xv[i] / sc) + z;
-          y[i] = static_cast<int8_t>(r == r ? std::min(std::max(r, flo), fhi) : z);
-        }
+        for (int64_t i = b; i < e; ++i) y[i] = static_cast<int8_t>(static_cast<int32_t>(q(i)));
       }
     });
     return Status::ok();
