@@ -10,12 +10,6 @@
 namespace bulkhead::test {
 namespace {
 
-#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
-constexpr bool kSanitized = true;
-#else
-constexpr bool kSanitized = false;
-#endif
-
 constexpr int kThreads = 4;
 constexpr int kIters = 25;
 
@@ -142,16 +136,6 @@ TEST(Concurrency, ConcurrentCopiesAndRunsInSeveralEnvs) {
   for (auto& th : threads) th.join();
   EXPECT_EQ(wrong.load(), 0);
 }
-
-// `n` rounds of a 32x32 MatMul + Tanh: a run long enough for others to overlap it.
-const char* kLoopModel = R"(<ir_version: 8, opset_import: ["" : 17]>
-g (int64 n, float[32,32] x, float[32,32] w) => (float[32,32] y) <bool c = {1}> {
-  y = Loop (n, c, x) <body = b (int64 i, bool ci, float[32,32] a) => (bool co, float[32,32] r) {
-    co = Identity(ci)
-    m = MatMul(a, w)
-    r = Tanh(m)
-  }>
-})";
 
 NamedTensors loop_inputs(int64_t n) {
   return {{"n", Tensor::from_vector<int64_t>(DataType::kInt64, {}, {n})},

@@ -18,17 +18,6 @@
 namespace bulkhead::test {
 namespace {
 
-#if defined(__SANITIZE_THREAD__)
-constexpr bool kTsan = true;
-#else
-constexpr bool kTsan = false;
-#endif
-#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
-constexpr bool kSanitized = true;
-#else
-constexpr bool kSanitized = false;
-#endif
-
 // Four small models of different shapes of work: element-wise, matrix product,
 // convolution, control flow.
 const char* kModels[4] = {
@@ -145,16 +134,6 @@ TEST(Stress, AThousandCreateDestroyCyclesLeaveNothingBehind) {
     EXPECT_LT(grew, 1.0) << "resident memory grew by " << grew << " MiB";
   }
 }
-
-// A run of `n` rounds of a 32x32 MatMul + Tanh, long enough for a kill to land inside.
-const char* kLoopModel = R"(<ir_version: 8, opset_import: ["" : 17]>
-g (int64 n, float[32,32] x, float[32,32] w) => (float[32,32] y) <bool c = {1}> {
-  y = Loop (n, c, x) <body = b (int64 i, bool ci, float[32,32] a) => (bool co, float[32,32] r) {
-    co = Identity(ci)
-    m = MatMul(a, w)
-    r = Tanh(m)
-  }>
-})";
 
 TEST(Stress, WorkerKilledAtRandomMomentsNeverGivesAWrongAnswer) {
   const int kills = kTsan ? 20 : 100;

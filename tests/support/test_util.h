@@ -79,6 +79,29 @@ inline std::string random_values_text(int64_t n, uint32_t seed, float lo, float 
   return os.str();
 }
 
+// Sanitizer builds: slower, and ASan keeps freed memory (tests scale their work down).
+#if defined(__SANITIZE_THREAD__)
+constexpr bool kTsan = true;
+#else
+constexpr bool kTsan = false;
+#endif
+#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+constexpr bool kSanitized = true;
+#else
+constexpr bool kSanitized = false;
+#endif
+
+// A run of `n` rounds of a 32x32 MatMul + Tanh: as long as a test needs it to be (for
+// other runs to overlap it, or a kill to land inside).
+inline const char* kLoopModel = R"(<ir_version: 8, opset_import: ["" : 17]>
+g (int64 n, float[32,32] x, float[32,32] w) => (float[32,32] y) <bool c = {1}> {
+  y = Loop (n, c, x) <body = b (int64 i, bool ci, float[32,32] a) => (bool co, float[32,32] r) {
+    co = Identity(ci)
+    m = MatMul(a, w)
+    r = Tanh(m)
+  }>
+})";
+
 inline Tensor random_tensor(const Shape& s, uint32_t seed) {
   Tensor t = Tensor::host(DataType::kFloat32, s);
   std::mt19937 rng(seed);

@@ -30,6 +30,7 @@
 #include "backends/cpu/cpu_kernels.h"
 #include "backends/cpu/cpu_util.h"
 #include "backends/cpu/kernels/dnnl_common.h"
+#include "backends/cpu/kernels/dnnl_int8.h"
 #include "backends/cpu/kernels/quant_util.h"
 #include "backends/cpu/kernels/type_check.h"
 
@@ -597,12 +598,7 @@ std::shared_ptr<const ConvKernel::Plan> ConvKernel::plan_for(const Shape& x, con
     Dims src_dims(x.begin(), x.end());
     Dims dst_dims{N, M};
     dst_dims.insert(dst_dims.end(), g.out.begin(), g.out.end());
-    // Weight dims as oneDNN sees them: [G,] O/G, I/G, k...
-    Dims wdims;
-    if (G > 1) wdims.push_back(G);
-    wdims.push_back(M / G);
-    wdims.push_back(C / G);
-    wdims.insert(wdims.end(), g.k.begin(), g.k.end());
+    Dims wdims = conv_weight_dims(M, C, G, g.k);
     Dims wstrides;
     int64_t ksz = 1;
     for (int64_t k : g.k) ksz *= k;
@@ -730,16 +726,7 @@ std::shared_ptr<const ConvKernel::Plan> ConvKernel::plan_for(const Shape& x, con
       }
       if (const_w_.defined() && p->re_w && !p->has_packed) {
         // Pack the constant weights once for this primitive.
-        dnnl::stream s(eng_);
-        memory from(p->user_w, eng_, const_w_.raw());
-        p->packed_w = memory(p->w_md, eng_);
-        std::unordered_map<int, memory> args{{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, p->packed_w}};
-        std::vector<char> scratch(p->w_re.scratch);
-        if (p->w_re.scratch)
-          args.emplace(DNNL_ARG_SCRATCHPAD,
-                       memory(p->w_re.scratch_md, eng_, scratch.data()));
-        p->w_re.prim.execute(s, args);
-        s.wait();
+        p->packed_w = pack_constant(eng_, p->user_w, p->w_md, &p->w_re, const_w_.raw());
         p->has_packed = true;
       }
     }
@@ -1341,11 +1328,7 @@ std::shared_ptr<const IntConvKernel::Plan> IntConvKernel::plan_for(const Shape& 
     Dims src_dims(x.begin(), x.end());
     Dims dst_dims{N, M};
     dst_dims.insert(dst_dims.end(), g.out.begin(), g.out.end());
-    Dims wdims;
-    if (G > 1) wdims.push_back(G);
-    wdims.push_back(M / G);
-    wdims.push_back(C / G);
-    wdims.insert(wdims.end(), g.k.begin(), g.k.end());
+    const Dims wdims = conv_weight_dims(M, C, G, g.k);
     p->user_src = memory::desc(src_dims, dnnl_int_type(xt), row_major_strides(src_dims));
     p->user_dst = memory::desc(dst_dims, dnnl_int_type(yt), row_major_strides(dst_dims));
     p->user_w = memory::desc(wdims, memory::data_type::s8, row_major_strides(wdims));
@@ -1380,18 +1363,7 @@ std::shared_ptr<const IntConvKernel::Plan> IntConvKernel::plan_for(const Shape& 
     if (p->re_w) p->w_re = Reorder::make(eng_, p->user_w, p->w_md);
     if (w_s8_.defined()) {
       // Pack the constant weights once (the packed layout carries oneDNN's compensation).
-      dnnl::stream st(eng_);
-      memory from(p->user_w, eng_, const_cast<void*>(w_s8_.raw()));
-      p->packed_w = memory(p->w_md, eng_);
-      if (p->re_w) {
-        std::unordered_map<int, memory> args{{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, p->packed_w}};
-        std::vector<char> scratch(p->w_re.scratch);
-        if (p->w_re.scratch) args.emplace(DNNL_ARG_SCRATCHPAD, memory(p->w_re.scratch_md, eng_, scratch.data()));
-        p->w_re.prim.execute(st, args);
-        st.wait();
-      } else {
-        std::memcpy(p->packed_w.get_data_handle(), w_s8_.raw(), p->w_md.get_size());
-      }
+      p->packed_w = pack_constant(eng_, p->user_w, p->w_md, p->re_w ? &p->w_re : nullptr, w_s8_.raw());
       p->has_packed = true;
     }
   } catch (const dnnl::error& e) {
@@ -1580,24 +1552,9 @@ Result<std::unique_ptr<Kernel>> make_int_conv(const KernelInfo& info, bool qline
   int w_max = 128;
   if (const Tensor* w = constant(wi)) {
     const Tensor* wz = given(wzi) ? constant(wzi) : nullptr;
-    const bool zp_known = !given(wzi) || (wz && wz->dtype() == w->dtype());
-    if ((w->dtype() == DataType::kInt8 || w->dtype() == DataType::kUInt8) && w->rank() >= 1 && w->dim(0) > 0 && zp_known &&
-        (!wz || wz->numel() <= 1 || wz->numel() == w->dim(0))) {
-      Tensor t = Tensor::host(DataType::kInt8, w->shape());
+    if (w->rank() >= 1 && w->dim(0) > 0 && (!given(wzi) || wz) && (!wz || wz->numel() <= 1 || wz->numel() == w->dim(0))) {
       const int64_t per_m = w->numel() / w->dim(0);
-      bool fits = true;
-      int64_t most = 0;
-      for (int64_t i = 0; i < w->numel() && fits; ++i) {
-        const int64_t z = wz && wz->numel() ? int_at(*wz, wz->numel() == 1 ? 0 : i / per_m) : 0;
-        const int64_t v = int_at(*w, i) - z;
-        fits = v >= -128 && v <= 127;
-        most = std::max<int64_t>(most, v < 0 ? -v : v);
-        t.data<int8_t>()[i] = static_cast<int8_t>(v);
-      }
-      if (fits) {
-        w_s8 = std::move(t);
-        w_max = static_cast<int>(most);
-      }
+      shift_to_int8(*w, wz, [per_m](int64_t i) { return i / per_m; }, &w_s8, &w_max);
     }
   }
   // QLinearConv with constant scales and y zero point: the requantisation fused.

@@ -6,6 +6,7 @@
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include <algorithm>
+#include <cstring>
 #include <unordered_map>
 #include <vector>
 
@@ -78,6 +79,35 @@ struct Reorder {
     return r;
   }
 };
+
+// Weight dims of a convolution as oneDNN sees them: [G,] M/G, C/G, k...
+inline Dims conv_weight_dims(int64_t M, int64_t C, int64_t G, const std::vector<int64_t>& k) {
+  Dims d;
+  if (G > 1) d.push_back(G);
+  d.push_back(M / G);
+  d.push_back(C / G);
+  d.insert(d.end(), k.begin(), k.end());
+  return d;
+}
+
+// Constant weights at `data` (laid out as `from`) in a new buffer of layout `to`, through
+// `re` (a Reorder from `from` to `to`) or copied when the two layouts are one.
+inline memory pack_constant(const dnnl::engine& eng, const memory::desc& from, const memory::desc& to, const Reorder* re,
+                            const void* data) {
+  memory packed(to, eng);
+  memory src(from, eng, const_cast<void*>(data));
+  if (!re) {
+    std::memcpy(packed.get_data_handle(), data, to.get_size());
+    return packed;
+  }
+  dnnl::stream s(eng);
+  std::unordered_map<int, memory> args{{DNNL_ARG_FROM, src}, {DNNL_ARG_TO, packed}};
+  std::vector<char> scratch(re->scratch);
+  if (re->scratch) args.emplace(DNNL_ARG_SCRATCHPAD, memory(re->scratch_md, eng, scratch.data()));
+  re->prim.execute(s, args);
+  s.wait();
+  return packed;
+}
 
 // Memory for one call: scratch tensors from the context, kept alive until the call ends.
 struct CallScratch {

@@ -79,15 +79,9 @@ std::shared_ptr<const Int8MatMulKernel::Plan> Int8MatMulKernel::plan_for(int64_t
     p->scratch_md = pd.scratchpad_desc();
     p->prim = dnnl::matmul(pd);
     if (b_s8_.defined()) {
-      p->packed_w = memory(p->w_md, eng_);
-      memory from(p->user_w, eng_, const_cast<void*>(b_s8_.raw()));
-      if (p->w_md != p->user_w) {
-        dnnl::stream st(eng_);
-        dnnl::reorder(from, p->packed_w).execute(st, from, p->packed_w);
-        st.wait();
-      } else {
-        std::memcpy(p->packed_w.get_data_handle(), b_s8_.raw(), p->w_md.get_size());
-      }
+      Reorder re;
+      if (p->w_md != p->user_w) re = Reorder::make(eng_, p->user_w, p->w_md);
+      p->packed_w = pack_constant(eng_, p->user_w, p->w_md, p->w_md != p->user_w ? &re : nullptr, b_s8_.raw());
       p->has_packed = true;
     }
   } catch (const dnnl::error&) {
@@ -193,6 +187,22 @@ Status Int8MatMulKernel::compute(KernelContext& ctx) const {
 
 }  // namespace
 
+void shift_to_int8(const Tensor& w, const Tensor* zp, const std::function<int64_t(int64_t)>& zp_index, Tensor* out, int* most) {
+  const bool eight = w.dtype() == DataType::kInt8 || w.dtype() == DataType::kUInt8;
+  if (!eight || !w.on_host() || (zp && zp->numel() && (zp->dtype() != w.dtype() || !zp->on_host()))) return;
+  Tensor t = Tensor::host(DataType::kInt8, w.shape());
+  int64_t m = 0;
+  for (int64_t i = 0; i < w.numel(); ++i) {
+    const int64_t z = zp && zp->numel() ? int_at(*zp, zp->numel() == 1 ? 0 : zp_index(i)) : 0;
+    const int64_t v = int_at(w, i) - z;
+    if (v < -128 || v > 127) return;
+    m = std::max<int64_t>(m, v < 0 ? -v : v);
+    t.data<int8_t>()[i] = static_cast<int8_t>(v);
+  }
+  *out = std::move(t);
+  *most = static_cast<int>(m);
+}
+
 Result<std::unique_ptr<Kernel>> make_int8_matmul(const KernelInfo& info, bool qlinear, LambdaKernel::Fn reference) {
   const char* env = std::getenv("BULKHEAD_CPU_INT8");
   if (env && std::string(env) == "0") return make_kernel(std::move(reference));
@@ -206,23 +216,9 @@ Result<std::unique_ptr<Kernel>> make_int8_matmul(const KernelInfo& info, bool ql
   int b_max = 128;
   if (const Tensor* b = constant(bi)) {
     const Tensor* bz = bz_given ? constant(bzi) : nullptr;
-    if ((b->dtype() == DataType::kInt8 || b->dtype() == DataType::kUInt8) && b->rank() == 2 && (!bz_given || bz) &&
-        (!bz || (bz->dtype() == b->dtype() && (bz->numel() <= 1 || bz->numel() == b->dim(1))))) {
-      Tensor t = Tensor::host(DataType::kInt8, b->shape());
+    if (b->rank() == 2 && b->dim(1) > 0 && (!bz_given || bz) && (!bz || bz->numel() <= 1 || bz->numel() == b->dim(1))) {
       const int64_t N = b->dim(1);
-      bool fits = true;
-      int64_t most = 0;
-      for (int64_t i = 0; i < b->numel() && fits; ++i) {
-        const int64_t z = bz && bz->numel() ? int_at(*bz, bz->numel() == 1 ? 0 : i % N) : 0;
-        const int64_t v = int_at(*b, i) - z;
-        fits = v >= -128 && v <= 127;
-        most = std::max<int64_t>(most, v < 0 ? -v : v);
-        t.data<int8_t>()[i] = static_cast<int8_t>(v);
-      }
-      if (fits) {
-        b_s8 = std::move(t);
-        b_max = static_cast<int>(most);
-      }
+      shift_to_int8(*b, bz, [N](int64_t i) { return i % N; }, &b_s8, &b_max);
     }
   }
   try {
