@@ -23,6 +23,17 @@ bool planning_enabled() {
 }
 }  // namespace
 
+// Blocks under 2 MiB come from malloc, which keeps freed memory in its heaps: after a
+// burst they go back to the system too. Called without the allocator's lock held (it
+// walks the process's heaps).
+namespace {
+void release_heap() {
+#if defined(__GLIBC__)
+  malloc_trim(0);
+#endif
+}
+}  // namespace
+
 // One block of memory that a plan's slots are offsets into. Freed when the last run that
 // used it, and the last buffer in it, are gone.
 struct PlannedHostAllocator::Arena {
@@ -117,17 +128,22 @@ class RunArena final : public RunAllocator {
   }
 
   void finish(bool ok) override {
-    std::lock_guard lock(owner_->mu_);
-    if (finished_) return;
-    finished_ = true;
-    owner_->busy_ = false;
-    owner_->run_closed_locked();
-    // A failed run says nothing about the next one: keep the plan as it is.
-    if (!ok) return;
-    if (arena_ && !diverged_ && trace_.size() == plan_->size()) return;  // the plan held
-    std::vector<bool> open(trace_.size(), false);
-    for (auto& [p, idx] : open_) open[idx] = true;
-    owner_->replan_locked(trace_, open);
+    bool burst_over = false;
+    {
+      std::lock_guard lock(owner_->mu_);
+      if (finished_) return;
+      finished_ = true;
+      owner_->busy_ = false;
+      burst_over = owner_->run_closed_locked();
+      // A failed run says nothing about the next one: keep the plan as it is; nor does
+      // one whose plan held.
+      if (ok && !(arena_ && !diverged_ && trace_.size() == plan_->size())) {
+        std::vector<bool> open(trace_.size(), false);
+        for (auto& [p, idx] : open_) open[idx] = true;
+        owner_->replan_locked(trace_, open);
+      }
+    }
+    if (burst_over) release_heap();
   }
 
  private:
@@ -167,12 +183,14 @@ class CacheRun final : public RunAllocator {
   }
   void release(void* data, void* handle, size_t size) override { owner_->release(data, handle, size); }
   void finish(bool) override {
+    bool burst_over = false;
     {
       std::lock_guard lock(owner_->mu_);
       if (finished_) return;
       finished_ = true;
-      owner_->run_closed_locked();
+      burst_over = owner_->run_closed_locked();
     }
+    if (burst_over) release_heap();
   }
 
  private:
@@ -223,18 +241,15 @@ AllocatorStats PlannedHostAllocator::stats() const {
   return s;
 }
 
-void PlannedHostAllocator::run_closed_locked() {
-  if (--runs_open_ > 0 || !overlapped_) return;
+bool PlannedHostAllocator::run_closed_locked() {
+  if (--runs_open_ > 0 || !overlapped_) return false;
   // The last of several overlapping runs is over: what the overlapping ones cached is
   // beyond what one run at a time needs (the arena, and the cache blocks of its
   // outputs, which the next run takes again). Give it back to the system.
   overlapped_ = false;
   trimmed_ += cache_->bytes_cached();
   cache_->trim();
-#if defined(__GLIBC__)
-  // Blocks under 2 MiB came from malloc, which keeps freed memory in its heaps.
-  malloc_trim(0);
-#endif
+  return true;
 }
 
 std::shared_ptr<RunAllocator> PlannedHostAllocator::open_run() {

@@ -61,8 +61,9 @@ class PlannedHostAllocator final : public Allocator {
   friend class RunArena;
   friend class CacheRun;
   // A run opened by open_run() is over. When it was the last of several that overlapped,
-  // the cache is trimmed. Holds mu_.
-  void run_closed_locked();
+  // the cache is trimmed and true returned (the caller then releases malloc's heaps, after
+  // letting mu_ go). Holds mu_.
+  bool run_closed_locked();
   // Called by a run that recorded `trace` (one block per allocation, in order; `open`
   // marks those still alive at its end) instead of replaying the plan. Holds mu_.
   void replan_locked(const std::vector<ArenaBlock>& trace, const std::vector<bool>& open);
