@@ -660,7 +660,14 @@ class Optimizer {
     return true;
   }
 
-  // A constant zero point of `t` named for `base` (QLinearConv requires every zero point).
+  // The zero point input of Q/DQ node `n` (`zt` its type, kUndefined when omitted), or a
+  // new constant zero of type `t` with `count` values: QLinearConv and QLinearMatMul
+  // require every zero point.
+  std::string zero_point_of(const Node& n, DataType zt, DataType t, int64_t count) {
+    return zt == DataType::kUndefined ? zero_point(n.inputs[0], t, count) : n.inputs[2];
+  }
+
+  // A constant zero point of `t` named for `base`.
   std::string zero_point(const std::string& base, DataType t, int64_t n) {
     std::string name = fresh(base + "_zero_point");
     Tensor z = Tensor::host(t, n == 1 ? Shape{} : Shape{n});
@@ -751,12 +758,12 @@ class Optimizer {
     fused.attrs = conv.attrs;
     fused.inputs = {DX.inputs[0],
                     DX.inputs[1],
-                    xzt == DataType::kUndefined ? zero_point(DX.inputs[0], xt, 1) : DX.inputs[2],
+                    zero_point_of(DX, xzt, xt, 1),
                     DW.inputs[0],
                     DW.inputs[1],
-                    wzt == DataType::kUndefined ? zero_point(DW.inputs[0], wq->dtype(), constant(DW.inputs[1])->numel()) : DW.inputs[2],
+                    zero_point_of(DW, wzt, wq->dtype(), constant(DW.inputs[1])->numel()),
                     Q.inputs[1],
-                    yzt == DataType::kUndefined ? zero_point(Q.inputs[0], DataType::kUInt8, 1) : Q.inputs[2]};
+                    zero_point_of(Q, yzt, DataType::kUInt8, 1)};
     if (!bq.empty()) fused.inputs.push_back(bq);
     fused.outputs = {Q.outputs[0]};
     const size_t last = *nx;
@@ -801,12 +808,12 @@ class Optimizer {
     fused.opset = mm.opset;
     fused.inputs = {DA.inputs[0],
                     DA.inputs[1],
-                    azt == DataType::kUndefined ? zero_point(DA.inputs[0], at, 1) : DA.inputs[2],
+                    zero_point_of(DA, azt, at, 1),
                     DB.inputs[0],
                     DB.inputs[1],
-                    bzt == DataType::kUndefined ? zero_point(DB.inputs[0], bq->dtype(), constant(DB.inputs[1])->numel()) : DB.inputs[2],
+                    zero_point_of(DB, bzt, bq->dtype(), constant(DB.inputs[1])->numel()),
                     Q.inputs[1],
-                    yzt == DataType::kUndefined ? zero_point(Q.inputs[0], DataType::kUInt8, 1) : Q.inputs[2]};
+                    zero_point_of(Q, yzt, DataType::kUInt8, 1)};
     fused.outputs = {Q.outputs[0]};
     const size_t last = *nx;
     replace_chain(mi, {last}, last, std::move(fused), Q.outputs[0]);
