@@ -23,6 +23,7 @@ struct RunArgs {
   std::string isolation = "in-process";
   std::string submit_policy;
   bool no_capture = false;
+  bool release_idle_memory = false;
   int threads = 0;
   int optimization_level = 2;
   int repeat = 1;
@@ -114,6 +115,7 @@ int run_cmd(const RunArgs& a) {
   opts->isolation = a.isolation;
   opts->submit_policy = a.submit_policy;  // checked by the device when the session opens
   opts->graph_capture = !a.no_capture;
+  opts->release_idle_memory = a.release_idle_memory;
 
   Env env;
   // Session creation as a user sees it: reading the file, parsing, optimising, compiling.
@@ -245,6 +247,8 @@ void add_run(CLI::App& app) {
   cmd->add_option("--submit-policy", a->submit_policy,
                   "GPU submission policy: single, per-dispatch, split, auto or auto:<bytes>[K|M|G] (default: the device's)");
   cmd->add_flag("--no-capture", a->no_capture, "GPU: record and submit every run anew (no graph capture)");
+  cmd->add_flag("--release-idle-memory", a->release_idle_memory,
+                "CPU: give the run memory back to the system after every run (SessionOptions::release_idle_memory)");
   cmd->add_option("-r,--repeat", a->repeat, "timed runs (median and min are printed)");
   cmd->add_option("--warmup", a->warmup, "untimed runs first (default 1 when --repeat > 1)");
   cmd->add_option("-o,--output-dir", a->output_dir, "write each output as NAME.npy here (all or nothing)")

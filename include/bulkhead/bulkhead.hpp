@@ -73,10 +73,24 @@ struct SessionOptions {
   // limit, when the last of several overlapping runs ends the session gives the memory
   // the burst cached back to the system (Session::memory() counts it in `trimmed`).
   int max_concurrent_runs = 0;
+  // Sessions of one Env share the immutable things their models have in common, by
+  // content: initializers, constants folded at creation and weights packed for a kernel
+  // (true, the default). Eight sessions of one model then hold its weights once; each
+  // session's own memory is its arena and its execution state. Shared things are never
+  // written after creation, are reference-counted, and go with the last session that
+  // holds them; nothing is shared between Envs or with a worker process. false: the
+  // session keeps private copies of everything.
+  bool share_weights = true;
+  // CPU: whenever a session's last open run ends, the memory its runs used (the planned
+  // arena, the cache) goes back to the system; the next run faults it in again (for
+  // ResNet-50 at batch 1, ~11 MiB). For many sessions that mostly wait, such as a
+  // server's instances of one model: idle sessions then hold their weights (shared) and
+  // state only. false (the default): a session keeps its arena between runs.
+  bool release_idle_memory = false;
   // Parses "devices=cpu;threads=2;graph_capture=0;optimization_level=1" style option strings (CLI, env vars);
   // also isolation=process, worker_timeout_ms=N, worker_binary=PATH, submit_policy=split,
   // max_file_bytes=N[K|M|G], max_tensor_bytes=N[K|M|G], max_loop_iterations=N, run_timeout_ms=N,
-  // max_concurrent_runs=N.
+  // max_concurrent_runs=N, share_weights=0|1, release_idle_memory=0|1.
   static Result<SessionOptions> parse(const std::string& spec);
   // Applies an option string of the same form onto these options: all or nothing.
   Status apply(const std::string& spec);
@@ -208,6 +222,20 @@ class Env {
   std::vector<DeviceInfo> devices() const;
   // Devices currently open (held by at least one session or tensor).
   int open_device_count() const;
+  // What this Env's sessions share (SessionOptions::share_weights), a snapshot; thread-safe.
+  // `tensors`/`bytes`: initializers and folded constants held once for every session that
+  // has them; `packed`: weights packed for kernels, likewise; the hits count what a
+  // session found already held instead of making its own copy.
+  struct SharedWeights {
+    size_t tensors = 0;
+    size_t bytes = 0;
+    size_t packed = 0;
+    size_t packed_bytes = 0;
+    uint64_t tensor_hits = 0;
+    uint64_t hit_bytes = 0;
+    uint64_t packed_hits = 0;
+  };
+  SharedWeights shared_weights() const;
 
   const std::shared_ptr<EnvImpl>& impl() const { return impl_; }
 

@@ -82,7 +82,8 @@ struct AllocatorStats {
   size_t arena = 0;
   size_t arena_blocks = 0;  // the allocations of one run placed in it
   // Bytes of cache given back to the system so far, each time the last of several
-  // overlapping runs ended (what a burst cached beyond the steady state).
+  // overlapping runs ended (what a burst cached beyond the steady state); with
+  // SessionOptions::release_idle_memory, the arena and cache each time the last open run ended.
   size_t trimmed = 0;
 };
 

@@ -58,7 +58,7 @@ def _worker_binary():
 
 _OPTION_NAMES = ("devices", "threads", "optimization_level", "graph_capture", "submit_policy", "isolation",
                  "worker_timeout_ms", "worker_binary", "max_file_bytes", "max_tensor_bytes", "max_loop_iterations",
-                 "run_timeout_ms", "max_concurrent_runs")
+                 "run_timeout_ms", "max_concurrent_runs", "share_weights", "release_idle_memory")
 
 
 def _config(options=None, **kwargs):
@@ -79,7 +79,7 @@ def _config(options=None, **kwargs):
             v = list(v)
             if not v or not all(isinstance(d, str) and d for d in v):
                 raise InvalidArgument("devices must be a non-empty list of device names such as ['vulkan:0', 'cpu'], got %r" % (v,))
-        elif k in ("graph_capture",):
+        elif k in ("graph_capture", "share_weights", "release_idle_memory"):
             if not isinstance(v, bool):
                 raise InvalidArgument("%s must be True or False, got %r" % (k, v))
         elif k in ("submit_policy", "isolation", "worker_binary"):
@@ -165,8 +165,9 @@ class Env:
         graph_capture, submit_policy ("single", "per-dispatch", "split", "auto[:N]"),
         isolation ("in-process" or "process"), worker_timeout_ms, worker_binary,
         max_file_bytes, max_tensor_bytes, max_loop_iterations, run_timeout_ms,
-        max_concurrent_runs; or an
-        option string in ``options``."""
+        max_concurrent_runs, share_weights (True: share weights with the Env's other
+        sessions of the same model, the default), release_idle_memory (True: give the
+        run memory back whenever no run is open); or an option string in ``options``."""
         c = _config(options, **kwargs)
         if isinstance(model, (bytes, bytearray, memoryview)):
             return Session(self._e.load_bytes(bytes(model), "<bytes>", c), "<bytes>")
@@ -200,6 +201,12 @@ class Env:
 
     def open_device_count(self):
         return self._e.open_device_count()
+
+    def shared_weights(self):
+        """What this Env's sessions share (the share_weights option), a snapshot:
+        {tensors, bytes} held once for every session that has them, {packed} kernel
+        weights likewise, and the hits that found them already held."""
+        return self._e.shared_weights()
 
     def empty(self, shape, dtype="float32", device="cpu"):
         """A new zeroed bulkhead.Tensor on ``device``: the other end of ``copy``."""

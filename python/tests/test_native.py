@@ -78,6 +78,29 @@ def test_options(env):
         env.load(p, max_concurrent_runs=-1)
 
 
+def test_sessions_share_weights_unless_told_not_to():
+    env = bulkhead.Env()
+    p = model_path("ppocrv4_det")
+    a = env.load(p, threads=1)
+    one = env.shared_weights()
+    assert one["tensors"] > 10 and one["bytes"] > 1 << 20 and one["tensor_hits"] == 0
+    b = env.load(p, threads=1, share_weights=True)
+    two = env.shared_weights()
+    assert two["bytes"] == one["bytes"] and two["hit_bytes"] >= one["bytes"]
+    x = {"x": np.random.default_rng(3).uniform(-1, 1, (1, 3, 64, 96)).astype(np.float32)}
+    ya, yb = a.run(x), b.run(x)
+    assert env.shared_weights()["packed_hits"] > 0
+    c = env.load(p, threads=1, share_weights=False)
+    assert env.shared_weights()["tensor_hits"] == two["tensor_hits"]
+    for k in ya:
+        np.testing.assert_array_equal(ya[k], yb[k])
+        np.testing.assert_array_equal(ya[k], c.run(x)[k])
+    with pytest.raises(ValueError, match="share_weights must be True or False"):
+        env.load(p, share_weights=1)
+    del a, b
+    assert env.shared_weights()["tensors"] == 0
+
+
 def test_limits_raise_and_leave_the_session_usable(env):
     s = env.load(model_path("ppocrv4_rec"), max_tensor_bytes=1024, threads=1)
     with pytest.raises(bulkhead.ResourceExhausted, match="max_tensor_bytes|limit") as e:

@@ -49,6 +49,9 @@ struct SessionConfig {
   std::string owner;          // names the session in messages and allocator names
   std::string submit_policy;  // GPU backends: the submission policy; "" = the device's default
   bool graph_capture = true;  // GPU backends: record once, replay (I6)
+  // CPU: give the session's run memory back to the system whenever no run is open
+  // (SessionOptions::release_idle_memory); other backends keep theirs.
+  bool release_idle_memory = false;
 };
 
 class Device {

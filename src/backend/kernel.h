@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "bulkhead/status.h"
+#include "backend/shared_constants.h"
 #include "bulkhead/tensor.h"
 #include "ir/graph.h"
 
@@ -31,6 +32,10 @@ struct KernelInfo {
   // The graph the node belongs to, for the declared and inferred types and shapes of its
   // values (Graph::info); nullptr where unknown.
   const ir::Graph* graph = nullptr;
+  // Where things a kernel makes from its constant inputs (packed weights) are shared with
+  // the Env's other sessions (shared_constants.h); null when the session shares nothing
+  // (SessionOptions::share_weights = false). A kernel that packs lazily keeps this.
+  std::shared_ptr<SharedConstants> shared;
 
   bool input_is_constant(size_t i) const { return i < constant_inputs.size() && constant_inputs[i].defined(); }
   // "node 'conv_3' (Conv): " — the prefix for every error a kernel reports.

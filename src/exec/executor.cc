@@ -226,6 +226,7 @@ Result<std::unique_ptr<CompiledGraph>> compile(const ir::Graph& graph, const Com
       if (!out.empty()) defined.insert(out);
     }
     KernelInfo info{node, {}, {}, opts.threads, &graph};
+    info.shared = opts.shared;
     bool all_constant = true;
     for (const auto& in : node.inputs) {
       auto it = in.empty() ? cg->constant_values.end() : cg->constant_values.find(in);
@@ -269,15 +270,21 @@ Result<std::unique_ptr<CompiledGraph>> compile(const ir::Graph& graph, const Com
         opts.placements[step.placement].device->compute_domain().is_host()) {
       std::vector<Value> ins;
       for (const auto& in : node.inputs) ins.push_back(in.empty() ? Value() : Value(cg->constant_values[in]));
-      FoldContext fc(node, std::move(ins), *opts.placements[step.placement].allocator, opts.max_tensor_bytes);
+      // Shared: folded into host memory of their own and interned, so that sessions of one
+      // model hold one copy and none holds another session's allocator alive.
+      std::shared_ptr<Allocator> fold_alloc = opts.shared ? std::shared_ptr<Allocator>(HostAllocator::create("shared constants"))
+                                                          : opts.placements[step.placement].allocator;
+      FoldContext fc(node, std::move(ins), *fold_alloc, opts.max_tensor_bytes);
       bool folded = step.kernel->compute(fc).is_ok();
       for (size_t i = 0; folded && i < node.outputs.size(); ++i)
         folded = node.outputs[i].empty() || fc.outputs()[i].is_tensor();
       if (folded) {
         for (size_t i = 0; i < node.outputs.size(); ++i) {
           if (node.outputs[i].empty()) continue;
-          cg->constants.emplace_back(step.out[i], fc.outputs()[i]);
-          cg->constant_values[node.outputs[i]] = fc.outputs()[i].tensor;
+          Value v = fc.outputs()[i];
+          if (opts.shared) v.tensor = opts.shared->intern(v.tensor);
+          cg->constants.emplace_back(step.out[i], v);
+          cg->constant_values[node.outputs[i]] = v.tensor;
         }
         cg->folded_nodes++;
         continue;

@@ -36,6 +36,11 @@ struct CompileOptions {
   const CopyRouter* router = nullptr;
   // The largest tensor constant folding may make (SessionOptions::max_tensor_bytes); 0: none.
   uint64_t max_tensor_bytes = 0;
+  // Where constants folded here and kernels' packed weights are shared with the Env's
+  // other sessions (SessionOptions::share_weights); null: everything stays private.
+  // Folded constants are then made in host memory of their own (not the placement's
+  // allocator), so a session that goes never takes another's constants with it.
+  std::shared_ptr<SharedConstants> shared;
 };
 
 // What one run may not pass (SessionOptions' limits, RunOptions::timeout_ms). The

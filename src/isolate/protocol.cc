@@ -9,6 +9,8 @@ namespace {
 
 // Every SessionOptions field must reach the worker: when this fails, a field was added
 // or changed — forward it in put_options/get_options below, then update the size.
+// (share_weights and release_idle_memory, bools, sit in what was padding after
+// max_concurrent_runs.)
 static_assert(sizeof(SessionOptions) == 184,
               "SessionOptions changed: forward the new field to the worker in src/isolate/protocol.cc");
 
@@ -28,6 +30,8 @@ void put_options(Writer& w, const SessionOptions& o) {
   w.i64(o.max_loop_iterations);
   w.i64(o.run_timeout_ms);
   w.i32(o.max_concurrent_runs);
+  w.u8(o.share_weights);
+  w.u8(o.release_idle_memory);
 }
 
 SessionOptions get_options(Reader& r) {
@@ -45,6 +49,8 @@ SessionOptions get_options(Reader& r) {
   o.max_loop_iterations = r.i64();
   o.run_timeout_ms = r.i64();
   o.max_concurrent_runs = r.i32();
+  o.share_weights = r.u8() != 0;
+  o.release_idle_memory = r.u8() != 0;
   return o;
 }
 

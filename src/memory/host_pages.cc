@@ -50,6 +50,10 @@ void* host_block_alloc(size_t size) {
   return std::aligned_alloc(kBlockAlign, (std::max<size_t>(size, 1) + kBlockAlign - 1) / kBlockAlign * kBlockAlign);
 }
 
+void host_block_discard(void* p, size_t size) {
+  if (p && host_pages_serve(size, kBlockAlign)) ::madvise(p, map_length(size), MADV_DONTNEED);
+}
+
 void host_block_free(void* p, size_t size) {
   if (host_pages_serve(size, kBlockAlign)) host_pages_free(p, size);
   else std::free(p);

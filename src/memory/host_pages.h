@@ -34,5 +34,10 @@ void host_pages_free(void* p, size_t size);
 constexpr size_t kBlockAlign = 64;
 void* host_block_alloc(size_t size);
 void host_block_free(void* p, size_t size);
+// Gives the pages of a block from host_block_alloc back to the system while keeping it
+// allocated: the next touch of each page finds it zero-filled. Blocks host_pages_alloc
+// does not serve (small ones, sanitizer builds) are left as they are. The caller must
+// not need the block's contents.
+void host_block_discard(void* p, size_t size);
 
 }  // namespace bulkhead

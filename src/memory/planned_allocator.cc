@@ -242,7 +242,20 @@ AllocatorStats PlannedHostAllocator::stats() const {
 }
 
 bool PlannedHostAllocator::run_closed_locked() {
-  if (--runs_open_ > 0 || !overlapped_) return false;
+  if (--runs_open_ > 0) return false;
+  if (release_when_idle_) {
+    // No run is open: nothing in the arena is live unless a run's output was placed in it
+    // (then the arena stays as it is, and the output's owner has it).
+    overlapped_ = false;
+    if (arena_ && arena_->live_blocks == 0) {
+      host_block_discard(arena_->base, arena_->size);
+      trimmed_ += arena_->size;
+    }
+    trimmed_ += cache_->bytes_cached();
+    cache_->trim();
+    return true;
+  }
+  if (!overlapped_) return false;
   // The last of several overlapping runs is over: what the overlapping ones cached is
   // beyond what one run at a time needs (the arena, and the cache blocks of its
   // outputs, which the next run takes again). Give it back to the system.

@@ -45,6 +45,10 @@ class PlannedHostAllocator final : public Allocator {
   void release(void* data, void* handle, size_t size) override;
   AllocatorStats stats() const override;
   std::shared_ptr<RunAllocator> open_run() override;
+  // SessionOptions::release_idle_memory: whenever the last open run ends, the arena's
+  // pages and the cache go back to the system (the next run faults them in again, the
+  // plan stays). Set once, before the first run.
+  void set_release_when_idle(bool on) { release_when_idle_ = on; }
 
   // Runs that differed from the plan before the session gave planning up.
   static constexpr int kMaxReplans = 3;
@@ -61,8 +65,9 @@ class PlannedHostAllocator final : public Allocator {
   friend class RunArena;
   friend class CacheRun;
   // A run opened by open_run() is over. When it was the last of several that overlapped,
-  // the cache is trimmed and true returned (the caller then releases malloc's heaps, after
-  // letting mu_ go). Holds mu_.
+  // or the last open one and the session releases its memory when idle, the cache is
+  // trimmed (and the arena's pages discarded) and true returned (the caller then releases
+  // malloc's heaps, after letting mu_ go). Holds mu_.
   bool run_closed_locked();
   // Called by a run that recorded `trace` (one block per allocation, in order; `open`
   // marks those still alive at its end) instead of replaying the plan. Holds mu_.
@@ -76,6 +81,7 @@ class PlannedHostAllocator final : public Allocator {
   std::shared_ptr<Arena> arena_;                     // the current arena (null before a plan)
   std::shared_ptr<const std::vector<Slot>> plan_;    // one slot per allocation of a run
   bool busy_ = false;      // a run holds the arena
+  bool release_when_idle_ = false;
   bool disabled_ = false;  // planning given up (or turned off)
   int replans_ = 0;
   int runs_open_ = 0;       // runs opened and not yet finished

@@ -382,6 +382,8 @@ PYBIND11_MODULE(_bulkhead, m) {
       .def_readwrite("max_loop_iterations", &SessionOptions::max_loop_iterations)
       .def_readwrite("run_timeout_ms", &SessionOptions::run_timeout_ms)
       .def_readwrite("max_concurrent_runs", &SessionOptions::max_concurrent_runs)
+      .def_readwrite("share_weights", &SessionOptions::share_weights)
+      .def_readwrite("release_idle_memory", &SessionOptions::release_idle_memory)
       .def("apply", [](SessionOptions& o, const std::string& spec) { ensure_ok(o.apply(spec)); })
       .def("validate", [](const SessionOptions& o) { ensure_ok(o.validate()); });
 
@@ -500,6 +502,18 @@ PYBIND11_MODULE(_bulkhead, m) {
         return l;
       })
       .def("open_device_count", &Env::open_device_count)
+      .def("shared_weights", [](const Env& env) {
+        const Env::SharedWeights w = env.shared_weights();
+        py::dict d;
+        d["tensors"] = w.tensors;
+        d["bytes"] = w.bytes;
+        d["packed"] = w.packed;
+        d["packed_bytes"] = w.packed_bytes;
+        d["tensor_hits"] = w.tensor_hits;
+        d["hit_bytes"] = w.hit_bytes;
+        d["packed_hits"] = w.packed_hits;
+        return d;
+      })
       .def("empty", [](const std::shared_ptr<Env>& env, const std::vector<int64_t>& shape, const std::string& dtype,
                        const std::string& device) {
         DataType t = dtype_from_name(dtype);

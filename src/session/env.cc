@@ -302,5 +302,17 @@ std::vector<DeviceInfo> Env::devices() const {
   return impl_->devices();
 }
 int Env::open_device_count() const { return impl_->open_device_count(); }
+Env::SharedWeights Env::shared_weights() const {
+  SharedConstants::Stats st = impl_->shared_constants()->stats();
+  SharedWeights w;
+  w.tensors = st.tensors;
+  w.bytes = st.tensor_bytes;
+  w.packed = st.made;
+  w.packed_bytes = st.made_bytes;
+  w.tensor_hits = st.tensor_hits;
+  w.hit_bytes = st.hit_bytes;
+  w.packed_hits = st.made_hits;
+  return w;
+}
 
 }  // namespace bulkhead

@@ -10,6 +10,7 @@
 
 #include "backend/backend.h"
 #include "backend/plugin_host.h"
+#include "backend/shared_constants.h"
 #include "bulkhead/bulkhead.hpp"
 #include "memory/copy_router.h"
 
@@ -48,6 +49,8 @@ class EnvImpl {
   int open_device_count() const;
   const std::shared_ptr<CopyRouter>& router() const { return router_; }
   uint64_t next_session_id() { return ++session_counter_; }
+  // What this Env's sessions share (SessionOptions::share_weights); never another Env's.
+  const std::shared_ptr<SharedConstants>& shared_constants() const { return shared_; }
 
  private:
   mutable std::mutex mu_;
@@ -57,6 +60,7 @@ class EnvImpl {
   // them again while they live, and never hands out a device after its teardown.
   std::map<std::pair<std::string, int>, std::weak_ptr<Device>> devices_;
   std::atomic<uint64_t> session_counter_{0};
+  std::shared_ptr<SharedConstants> shared_ = std::make_shared<SharedConstants>();
   // Backend libraries named in BULKHEAD_BACKEND_LIBS that failed to load when the Env was
   // made, by path: reported when a device of an unknown backend is asked for.
   std::vector<std::string> load_errors_;

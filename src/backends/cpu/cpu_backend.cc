@@ -42,6 +42,11 @@ class CpuDevice final : public Device {
   std::shared_ptr<Allocator> create_session_allocator(const std::string& owner) override {
     return std::make_shared<PlannedHostAllocator>("cpu:" + owner);
   }
+  Result<std::shared_ptr<Allocator>> open_session(const SessionConfig& config) override {
+    auto a = std::make_shared<PlannedHostAllocator>("cpu:" + config.owner);
+    a->set_release_when_idle(config.release_idle_memory);
+    return std::shared_ptr<Allocator>(std::move(a));
+  }
   const KernelTable& kernels() const override { return *kernels_; }
   std::shared_ptr<void> enter_run(int threads) const override {
     // oneDNN and the element-wise loops use OpenMP, whose thread count is a per-thread

@@ -524,6 +524,8 @@ class ConvKernel final : public Kernel {
     x_blocked_ = x_blocked;
     y_blocked_ = y_blocked;
   }
+  // Packed weights are then shared with the Env's other sessions (KernelInfo::shared).
+  void share_with(std::shared_ptr<SharedConstants> shared) { shared_ = std::move(shared); }
 
   Status compute(KernelContext& ctx) const override;
 
@@ -538,6 +540,7 @@ class ConvKernel final : public Kernel {
     Reorder src_re, dst_re, w_re;
     Reorder dst_in_re;  // summand (plain) -> dst layout, for a fused sum
     memory packed_w;  // weights in the primitive's layout (constant weights only)
+    std::shared_ptr<const void> packed_hold;  // keeps packed_w's bytes (shared) alive
     bool has_packed = false;
     bool fused = false;  // the primitive applies the kernel's post-ops
   };
@@ -563,6 +566,7 @@ class ConvKernel final : public Kernel {
   bool winograd_ = true;
   // Layouts chosen by the layout pass (exec/layout.h): X and/or Y in nChw16c.
   bool x_blocked_ = false, y_blocked_ = false;
+  std::shared_ptr<SharedConstants> shared_;
   mutable std::mutex mu_;
   mutable std::map<std::vector<int64_t>, std::shared_ptr<const Plan>> plans_;
 };
@@ -720,13 +724,17 @@ std::shared_ptr<const ConvKernel::Plan> ConvKernel::plan_for(const Shape& x, con
         for (auto o = plans_.lower_bound(problem); o != plans_.end() && same_problem(o->first); ++o)
           if (o->second->has_packed && o->second->w_md == p->w_md) {
             p->packed_w = o->second->packed_w;
+            p->packed_hold = o->second->packed_hold;
             p->has_packed = true;
             break;
           }
       }
       if (const_w_.defined() && p->re_w && !p->has_packed) {
         // Pack the constant weights once for this primitive.
-        p->packed_w = pack_constant(eng_, p->user_w, p->w_md, &p->w_re, const_w_.raw());
+        PackedWeights pw = pack_constant_shared(shared_, transpose_ ? "deconv-w" : "conv-w", eng_, p->user_w, p->w_md,
+                                                &p->w_re, const_w_);
+        p->packed_w = pw.mem;
+        p->packed_hold = std::move(pw.hold);
         p->has_packed = true;
       }
     }
@@ -1055,6 +1063,7 @@ Result<std::unique_ptr<Kernel>> make_conv(const KernelInfo& info, bool transpose
     dnnl::engine eng(dnnl::engine::kind::cpu, 0);
     auto k = std::make_unique<ConvKernel>(std::move(a), transpose, std::move(cw), std::move(eng), std::move(post));
     k->set_layouts(xb, yb);
+    k->share_with(info.shared);
     return std::unique_ptr<Kernel>(std::move(k));
   } catch (const dnnl::error& e) {
     return internal_error(info.where() + "cannot create a oneDNN CPU engine: " + e.what());
@@ -1276,6 +1285,8 @@ class IntConvKernel final : public Kernel {
   IntConvKernel(ConvAttrs a, bool qlinear, Tensor w_s8, int w_max, std::optional<Fixed> fixed, dnnl::engine eng)
       : a_(std::move(a)), qlinear_(qlinear), w_s8_(std::move(w_s8)), w_max_(w_max), fixed_(std::move(fixed)), eng_(std::move(eng)) {}
   Status compute(KernelContext& ctx) const override;
+  // Packed weights are then shared with the Env's other sessions (KernelInfo::shared).
+  void share_with(std::shared_ptr<SharedConstants> shared) { shared_ = std::move(shared); }
 
  private:
   struct Plan {
@@ -1286,6 +1297,7 @@ class IntConvKernel final : public Kernel {
     bool re_src = false, re_dst = false, re_w = false;
     Reorder src_re, dst_re, w_re;
     memory packed_w;
+    std::shared_ptr<const void> packed_hold;  // keeps packed_w's bytes (shared) alive
     bool has_packed = false;
   };
   // `fused`: the primitive requantises (fixed_) and writes fixed_->yt; else int32 sums.
@@ -1301,6 +1313,7 @@ class IntConvKernel final : public Kernel {
   int w_max_ = 128;  // max |w_s8_| (128 when not known)
   std::optional<Fixed> fixed_;
   dnnl::engine eng_;
+  std::shared_ptr<SharedConstants> shared_;
   mutable std::mutex mu_;
   mutable std::map<std::vector<int64_t>, std::shared_ptr<const Plan>> plans_;
 };
@@ -1363,7 +1376,10 @@ std::shared_ptr<const IntConvKernel::Plan> IntConvKernel::plan_for(const Shape& 
     if (p->re_w) p->w_re = Reorder::make(eng_, p->user_w, p->w_md);
     if (w_s8_.defined()) {
       // Pack the constant weights once (the packed layout carries oneDNN's compensation).
-      p->packed_w = pack_constant(eng_, p->user_w, p->w_md, p->re_w ? &p->w_re : nullptr, w_s8_.raw());
+      PackedWeights pw =
+          pack_constant_shared(shared_, "int-conv-w", eng_, p->user_w, p->w_md, p->re_w ? &p->w_re : nullptr, w_s8_);
+      p->packed_w = pw.mem;
+      p->packed_hold = std::move(pw.hold);
       p->has_packed = true;
     }
   } catch (const dnnl::error& e) {
@@ -1459,6 +1475,7 @@ Status IntConvKernel::compute(KernelContext& ctx) const {
       if (!std::isfinite(v)) return reference(ctx);  // the reference's rule for NaN and zero scales
   }
 
+  if (!int8_sums_exact(x->dtype() == DataType::kUInt8, w_max)) return reference(ctx);
   auto p = plan_for(x->shape(), x->dtype(), w->shape(), fused, bias != nullptr, g);
   if (p->use_ref) return reference(ctx);
   Shape out{x->dim(0), M};
@@ -1580,10 +1597,13 @@ Result<std::unique_ptr<Kernel>> make_int_conv(const KernelInfo& info, bool qline
       if (finite && f.yt != DataType::kUndefined) fixed = std::move(f);
     }
   }
+  // The int8 weights, like the initializer they come from, are held once per Env.
+  if (info.shared && w_s8.defined()) w_s8 = info.shared->intern(w_s8);
   try {
     dnnl::engine eng(dnnl::engine::kind::cpu, 0);
-    return std::unique_ptr<Kernel>(
-        std::make_unique<IntConvKernel>(std::move(a), qlinear, std::move(w_s8), w_max, std::move(fixed), std::move(eng)));
+    auto k = std::make_unique<IntConvKernel>(std::move(a), qlinear, std::move(w_s8), w_max, std::move(fixed), std::move(eng));
+    k->share_with(info.shared);
+    return std::unique_ptr<Kernel>(std::move(k));
   } catch (const dnnl::error& e) {
     return internal_error(info.where() + "cannot create a oneDNN CPU engine: " + e.what());
   }

@@ -6,7 +6,10 @@
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
+#include <memory>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -107,6 +110,60 @@ inline memory pack_constant(const dnnl::engine& eng, const memory::desc& from, c
   re->prim.execute(s, args);
   s.wait();
   return packed;
+}
+
+// Whether oneDNN's int8 kernels give exact sums for u8/s8 activations and s8 weights of
+// magnitude up to `w_max`. With VNNI or AMX each u8×s8 product is summed in int32. Without
+// (AVX2, AVX-512 before VNNI, as on some AMD and older Intel CPUs) oneDNN pairs products
+// with vpmaddubsw, which saturates at int16: exact for u8 activations only while
+// 2·255·w_max fits (w_max <= 64), and never for s8 ones (oneDNN halves the weights then).
+inline bool int8_sums_exact(bool activations_u8, int w_max) {
+  static const bool vnni = [] {
+    const auto isa = dnnl::get_effective_cpu_isa();
+    using I = dnnl::cpu_isa;
+    return isa == I::avx512_core_vnni || isa == I::avx512_core_bf16 || isa == I::avx512_core_amx || isa == I::avx2_vnni;
+  }();
+  return vnni || (activations_u8 && w_max <= 64);
+}
+
+// Constant weights packed for a primitive and what keeps their bytes alive: a
+// memory object on the kernel's own engine over bytes that may be shared with the Env's
+// other sessions (SharedConstants). The bytes are never written after packing.
+struct PackedWeights {
+  memory mem;
+  std::shared_ptr<const void> hold;  // the shared bytes (null when `mem` owns its own)
+};
+
+// pack_constant, made once per Env when `shared` is set: keyed by what the result
+// depends on — the kernel kind `what`, the interned source tensor and both layouts —
+// so every session of the model (and every plan of one kernel) finds the same bytes.
+inline PackedWeights pack_constant_shared(const std::shared_ptr<SharedConstants>& shared, const std::string& what,
+                                          const dnnl::engine& eng, const memory::desc& from, const memory::desc& to,
+                                          const Reorder* re, const Tensor& source) {
+  // Weights too small to share (SharedConstants::kMinBytes) are packed privately.
+  if (!shared || source.nbytes() < SharedConstants::kMinBytes) return {pack_constant(eng, from, to, re, source.raw()), nullptr};
+  Tensor src = shared->intern(source);
+  std::string key = what + ":" + SharedConstants::source_key(src) + ":";
+  key.append(reinterpret_cast<const char*>(&from.data), sizeof(from.data));
+  key.append(reinterpret_cast<const char*>(&to.data), sizeof(to.data));
+  auto bytes = shared->get_or_make(
+      key, to.get_size(),
+      [&](void* out) {
+        if (!re) {
+          std::memcpy(out, src.raw(), to.get_size());
+          return;
+        }
+        memory in(from, eng, const_cast<void*>(src.raw()));
+        memory packed(to, eng, out);
+        dnnl::stream s(eng);
+        std::unordered_map<int, memory> args{{DNNL_ARG_FROM, in}, {DNNL_ARG_TO, packed}};
+        std::vector<char> scratch(re->scratch);
+        if (re->scratch) args.emplace(DNNL_ARG_SCRATCHPAD, memory(re->scratch_md, eng, scratch.data()));
+        re->prim.execute(s, args);
+        s.wait();
+      },
+      {src.buffer()});
+  return {memory(to, eng, bytes->data), bytes};
 }
 
 // Memory for one call: scratch tensors from the context, kept alive until the call ends.

@@ -37,6 +37,8 @@ class Int8MatMulKernel final : public Kernel {
   Int8MatMulKernel(bool qlinear, Tensor b_s8, int b_max, LambdaKernel::Fn reference, dnnl::engine eng)
       : qlinear_(qlinear), b_s8_(std::move(b_s8)), b_max_(b_max), reference_(std::move(reference)), eng_(std::move(eng)) {}
   Status compute(KernelContext& ctx) const override;
+  // Packed weights are then shared with the Env's other sessions (KernelInfo::shared).
+  void share_with(std::shared_ptr<SharedConstants> shared) { shared_ = std::move(shared); }
 
  private:
   struct Plan {
@@ -45,6 +47,7 @@ class Int8MatMulKernel final : public Kernel {
     memory::desc src_md, w_md, user_w, dst_md, scratch_md;
     bool re_w = false;
     memory packed_w;
+    std::shared_ptr<const void> packed_hold;  // keeps packed_w's bytes (shared) alive
     bool has_packed = false;
   };
   std::shared_ptr<const Plan> plan_for(int64_t R, int64_t K, int64_t N, DataType at) const;
@@ -54,6 +57,7 @@ class Int8MatMulKernel final : public Kernel {
   int b_max_ = 128;
   LambdaKernel::Fn reference_;
   dnnl::engine eng_;
+  std::shared_ptr<SharedConstants> shared_;
   mutable std::mutex mu_;
   mutable std::map<std::vector<int64_t>, std::shared_ptr<const Plan>> plans_;
 };
@@ -81,7 +85,10 @@ std::shared_ptr<const Int8MatMulKernel::Plan> Int8MatMulKernel::plan_for(int64_t
     if (b_s8_.defined()) {
       Reorder re;
       if (p->w_md != p->user_w) re = Reorder::make(eng_, p->user_w, p->w_md);
-      p->packed_w = pack_constant(eng_, p->user_w, p->w_md, p->w_md != p->user_w ? &re : nullptr, b_s8_.raw());
+      PackedWeights pw =
+          pack_constant_shared(shared_, "int-matmul-b", eng_, p->user_w, p->w_md, p->w_md != p->user_w ? &re : nullptr, b_s8_);
+      p->packed_w = pw.mem;
+      p->packed_hold = std::move(pw.hold);
       p->has_packed = true;
     }
   } catch (const dnnl::error&) {
@@ -134,6 +141,7 @@ Status Int8MatMulKernel::compute(KernelContext& ctx) const {
     if (K * amax * b_max >= (int64_t{1} << 24)) return reference_(ctx);
   }
 
+  if (!int8_sums_exact(A->dtype() == DataType::kUInt8, b_max)) return reference_(ctx);
   auto p = plan_for(R, K, N, A->dtype());
   if (p->use_ref) return reference_(ctx);
   Shape out(A->shape().begin(), A->shape().end() - 1);
@@ -221,10 +229,12 @@ Result<std::unique_ptr<Kernel>> make_int8_matmul(const KernelInfo& info, bool ql
       shift_to_int8(*b, bz, [N](int64_t i) { return i % N; }, &b_s8, &b_max);
     }
   }
+  if (info.shared && b_s8.defined()) b_s8 = info.shared->intern(b_s8);
   try {
     dnnl::engine eng(dnnl::engine::kind::cpu, 0);
-    return std::unique_ptr<Kernel>(
-        std::make_unique<Int8MatMulKernel>(qlinear, std::move(b_s8), b_max, std::move(reference), std::move(eng)));
+    auto k = std::make_unique<Int8MatMulKernel>(qlinear, std::move(b_s8), b_max, std::move(reference), std::move(eng));
+    k->share_with(info.shared);
+    return std::unique_ptr<Kernel>(std::move(k));
   } catch (const dnnl::error& e) {
     return internal_error(info.where() + "cannot create a oneDNN CPU engine: " + e.what());
   }
