@@ -2,6 +2,7 @@
 # bulkhead vs ONNX Runtime (onnxruntime-node 1.30.0, CPU), side by side on one machine.
 #
 #   bench/bench.sh [--models all|a,b] [--threads 1,2] [--rounds R] [--runs auto|N] [--warmup 2] [--no-build]
+#                  [--sessions 1,4,8|none] [--sessions-model light_resnet50]
 #
 # Models (default all twelve): the nine ONNX backend "light" models (light_bvlc_alexnet,
 # light_densenet121, light_inception_v1, light_inception_v2, light_resnet50,
@@ -9,6 +10,9 @@
 # arange(n)/n) and ppocrv4_det, ppocrv4_rec, silero_vad_v5 (real models, reference inputs).
 # Data: $BULKHEAD_SHARED, default <repo>/../shared. Output: bench/out/results.json,
 # bench/out/chart.svg, bench/out/raw.jsonl. See bench/README.md for what is measured.
+# --sessions: resident memory of 1, 4 and 8 sessions of --sessions-model in one process,
+# bulkhead (sessions_bench: weights shared; and with release_idle_memory) against ONNX
+# Runtime (ort_sessions.js), 1 thread; "none" skips it.
 #
 # What it sets up, as needed (apt-get needs root; elsewhere install by hand):
 #   - node + npm: Debian's `nodejs` and `npm` packages when `node` is missing. Debian 12
@@ -35,9 +39,11 @@ rounds=3
 runs=auto   # each model's own count (run_bench.js MODELS), about the same time per process
 warmup=2
 build=1
+sessions=1,4,8
+sessions_model=light_resnet50
 
 usage() {
-  sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//' >&2
+  sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//' >&2
   exit 2
 }
 need_value() { [ $# -ge 2 ] && [ -n "$2" ] || { echo "bench: $1 needs a value" >&2; exit 2; }; }
@@ -49,6 +55,8 @@ while [ $# -gt 0 ]; do
     --runs) need_value "$@"; runs=$2; shift 2 ;;
     --warmup) need_value "$@"; warmup=$2; shift 2 ;;
     --no-build) build=0; shift ;;
+    --sessions) need_value "$@"; sessions=$2; shift 2 ;;
+    --sessions-model) need_value "$@"; sessions_model=$2; shift 2 ;;
     -h|--help) usage ;;
     *) echo "bench: unknown argument '$1'" >&2; usage ;;
   esac
@@ -57,6 +65,7 @@ done
 [[ $runs == auto || $runs =~ ^[1-9][0-9]*$ ]] || { echo "bench: --runs must be auto or a positive integer, got '$runs'" >&2; exit 2; }
 [[ $warmup =~ ^[0-9]+$ ]] || { echo "bench: --warmup must be a non-negative integer, got '$warmup'" >&2; exit 2; }
 [[ $threads =~ ^[1-9][0-9]*(,[1-9][0-9]*)*$ ]] || { echo "bench: --threads must look like 1,2, got '$threads'" >&2; exit 2; }
+[[ $sessions == none || $sessions =~ ^[1-9][0-9]*(,[1-9][0-9]*)*$ ]] || { echo "bench: --sessions must look like 1,4,8 or be none, got '$sessions'" >&2; exit 2; }
 [ "$models" = all ] && models=$all_models
 known_models=" ${all_models//,/ } "
 [[ $models =~ ^[A-Za-z0-9_]+(,[A-Za-z0-9_]+)*$ ]] || { echo "bench: --models must look like a,b, got '$models'" >&2; exit 2; }
@@ -141,16 +150,23 @@ else
     # The lock keeps two bench.sh runs from driving ninja in build-bench at once.
     mkdir -p "$here/out"
     if command -v flock >/dev/null 2>&1; then
-      flock "$here/out/build.lock" ninja -j"${BENCH_BUILD_JOBS:-2}" -C "$repo/build-bench" bulkhead >&2
+      flock "$here/out/build.lock" ninja -j"${BENCH_BUILD_JOBS:-2}" -C "$repo/build-bench" bulkhead sessions_bench >&2
     else
-      ninja -j"${BENCH_BUILD_JOBS:-2}" -C "$repo/build-bench" bulkhead >&2
+      ninja -j"${BENCH_BUILD_JOBS:-2}" -C "$repo/build-bench" bulkhead sessions_bench >&2
     fi
   fi
 fi
 bin=$(cd "$(dirname "$bin")" && pwd)/$(basename "$bin")
+# sessions_bench is built beside the bulkhead binary.
+sessions_bin=$(dirname "$bin")/sessions_bench
+if [ "$sessions" != none ] && [ ! -x "$sessions_bin" ]; then
+  echo "bench: $sessions_bin not found: the sessions rows are skipped" >&2
+  sessions=none
+fi
 
 # --- measure ---------------------------------------------------------------------------
 cd "$here"
 exec node "$here/run_bench.js" --bulkhead "$bin" --shared "$shared" --out "$here/out" \
   --models "$models" --threads "$threads" --rounds "$rounds" --runs "$runs" --warmup "$warmup" \
+  --sessions "$sessions" --sessions-model "$sessions_model" --sessions-bench "$sessions_bin" \
   ${time_bin:+--time "$time_bin"}

@@ -65,6 +65,8 @@ function parseArgs(argv) {
   }
   for (const k of ['bulkhead', 'shared', 'out', 'models', 'threads', 'rounds', 'runs', 'warmup'])
     if (a[k] === undefined) die(`run_bench.js: --${k} is required`);
+  a.sessions = !a.sessions || a.sessions === 'none' ? [] : a.sessions.split(',').filter(Boolean).map(Number);
+  a['sessions-model'] = a['sessions-model'] || 'light_resnet50';
   a.models = a.models === 'all' ? MODELS.map((m) => m[0]) : a.models.split(',').filter(Boolean);
   a.threads = a.threads.split(',').filter(Boolean).map(Number);
   a.rounds = Number(a.rounds);
@@ -266,6 +268,47 @@ function chartSvg(results, models, threads, gm, meta) {
   return o.join('\n') + '\n';
 }
 
+// Resident memory of 1..N sessions of one model in one process: bulkhead's sessions_bench
+// (weights shared, the default; and with release_idle_memory) and ONNX Runtime's
+// ort_sessions.js, 1 thread, 2 runs per session. Rows: {sessions, bulkhead_mb,
+// bulkhead_idle_release_mb, ort_mb, each also over its own 1-session row}.
+function measureSessions(a, table, outDir) {
+  const name = a['sessions-model'];
+  const spec = table[name];
+  if (!spec) return { error: `unknown model '${name}'` };
+  const counts = a.sessions.join(',');
+  const bh = (extra) => {
+    const r = spawnSync(a['sessions-bench'], ['--json', '--model', spec.model, '--counts', counts, '--threads', '1', ...extra],
+      { encoding: 'utf8', timeout: 20 * 60 * 1000, maxBuffer: 16 << 20 });
+    if (r.status !== 0) return { error: lastLine(r.stderr) || `sessions_bench exit ${r.status}` };
+    try { return { rows: JSON.parse(lastLine(r.stdout)).filter((x) => x.share_weights) }; }
+    catch (e) { return { error: `sessions_bench printed no JSON: ${e.message}` }; }
+  };
+  const shared = bh([]);
+  const idle = bh(['--release-idle-memory']);
+  const inputs = prepareInputs(name, spec, outDir);
+  const rows = [];
+  for (const n of a.sessions) {
+    const r = spawnSync(process.execPath, [path.join(HERE, 'ort_sessions.js'), spec.model, ...inputs.flatMap((i) => ['-i', i]),
+      '-n', String(n), '-r', '2', '-t', '1'], { encoding: 'utf8', timeout: 20 * 60 * 1000 });
+    let o = null;
+    try { o = JSON.parse(lastLine(r.stdout)); } catch (_) { /* reported as null */ }
+    const pick = (res) => (res.rows || []).find((x) => x.sessions === n);
+    const s = pick(shared);
+    const i = pick(idle);
+    rows.push({ sessions: n, bulkhead_mib: s ? s.rss_after_runs_mib : null, bulkhead_idle_release_mib: i ? i.rss_after_runs_mib : null,
+      ort_mib: o ? o.rss_after_runs_mib : null, ort_error: o ? undefined : lastLine(r.stderr) || `exit ${r.status}` });
+  }
+  const first = rows[0] || {};
+  for (const r of rows) {
+    for (const k of ['bulkhead_mib', 'bulkhead_idle_release_mib', 'ort_mib'])
+      r[k.replace('_mib', '_ratio')] = r[k] !== null && first[k] ? r[k] / first[k] : null;
+  }
+  return { model: name, threads: 1, runs_per_session: 2, rows, errors: [shared.error, idle.error].filter(Boolean),
+    method: 'resident memory (/proc/self/statm; node: process.memoryUsage().rss) after every session ran twice; ' +
+      'bulkhead: one child process per row; ORT: one node process per row, the node runtime included' };
+}
+
 function main() {
   const a = parseArgs(process.argv.slice(2));
   const table = modelTable(a.shared);
@@ -325,6 +368,7 @@ function main() {
         ratio: b.ok && o.ok ? b.median_ms / o.median_ms : null });
     }
   }
+  const sessions = a.sessions.length && a['sessions-bench'] ? measureSessions(a, table, a.out) : null;
   meta.loadavg_end = os.loadavg().map((x) => Math.round(x * 100) / 100);
   meta.wall_s = Math.round((Date.now() - started) / 100) / 10;
   const gm = geomeans(results, a.threads);
@@ -362,13 +406,25 @@ function main() {
   console.log(`load average ${meta.loadavg_start.join(' ')} at start, ${meta.loadavg_end.join(' ')} at end (${meta.cores} cores); ` +
     `${meta.wall_s} s in all.`);
   for (const n of notes) console.log(`note: ${n}`);
+  if (sessions) {
+    console.log('');
+    console.log(`sessions of ${sessions.model} in one process, 1 thread, resident MiB after 2 runs each (over x${a.sessions[0]}):`);
+    const scols = [['sessions', 8], ['bulkhead', 16], ['bh idle release', 16], ['ORT', 16]];
+    const sline = (vals) => scols.map(([, w], i) => pad(vals[i], w)).join('  ');
+    console.log(sline(scols.map((c) => c[0])));
+    const cell = (mb, ratio) => (mb === null || mb === undefined ? '-' : `${mb.toFixed(1)} (${ratio === null ? '-' : ratio.toFixed(2)})`);
+    for (const r of sessions.rows)
+      console.log(sline([r.sessions, cell(r.bulkhead_mib, r.bulkhead_ratio), cell(r.bulkhead_idle_release_mib, r.bulkhead_idle_release_ratio),
+        cell(r.ort_mib, r.ort_ratio)]));
+    for (const e of sessions.errors) console.log(`note: sessions: ${e}`);
+  }
   const busiest = Math.max(meta.loadavg_start[0], meta.loadavg_end[0]);
   if (busiest > meta.cores / 2)
     console.log(`warning: the machine was busy (1-minute load up to ${busiest} on ${meta.cores} cores): ` +
       'both tools were slowed, unevenly; rerun on an idle machine before quoting absolute numbers.');
 
   const out = path.join(a.out, 'results.json');
-  fs.writeFileSync(out, JSON.stringify({ meta, geomean_ratio: gm, results }, null, 1) + '\n');
+  fs.writeFileSync(out, JSON.stringify({ meta, geomean_ratio: gm, results, sessions }, null, 1) + '\n');
   const chart = path.join(a.out, 'chart.svg');
   fs.writeFileSync(chart, chartSvg(results, a.models, a.threads, gm, meta));
   console.log(`wrote ${out}, ${chart} and ${rawPath}`);
