@@ -97,6 +97,13 @@ def test_sessions_share_weights_unless_told_not_to():
         np.testing.assert_array_equal(ya[k], c.run(x)[k])
     with pytest.raises(ValueError, match="share_weights must be True or False"):
         env.load(p, share_weights=1)
+    idle = env.load(p, threads=1, release_idle_memory=True)
+    for _ in range(2):
+        yi = idle.run(x)
+        for k in ya:
+            np.testing.assert_array_equal(ya[k], yi[k])
+    assert sum(m["trimmed"] for m in idle.memory().values()) > 0
+    del idle
     del a, b
     assert env.shared_weights()["tensors"] == 0
 

@@ -161,6 +161,24 @@ TEST_F(Cli, RunWithProcessIsolationMatchesInProcess) {
   EXPECT_NE(b.out.find("cpu:0"), std::string::npos) << b.out;  // the worker's placement
 }
 
+TEST_F(Cli, ReleaseIdleMemoryGivesTheSameOutputs) {
+  auto demo = demo::classifier_model_bytes();
+  ASSERT_TRUE(demo.is_ok());
+  dir_.write("demo.onnx", *demo);
+  ASSERT_TRUE(io::write_npy(m("image.npy"), demo::classifier_image(0.5f)).is_ok());
+  std::filesystem::create_directories(m("keep"));
+  std::filesystem::create_directories(m("release"));
+  std::string base = "run " + m("demo.onnx") + " -i image=" + m("image.npy") + " --threads 1 -r 3";
+  Outcome a = bulkhead(base + " -o " + m("keep"), dir_);
+  Outcome b = bulkhead(base + " --release-idle-memory -o " + m("release"), dir_);
+  ASSERT_EQ(a.code, 0) << a.err;
+  ASSERT_EQ(b.code, 0) << b.err;
+  auto pa = io::read_npy(m("keep") + "/probs.npy");
+  auto pb = io::read_npy(m("release") + "/probs.npy");
+  ASSERT_TRUE(pa.is_ok() && pb.is_ok());
+  EXPECT_TRUE(bitwise_equal(*pa, *pb));
+}
+
 TEST_F(Cli, ProcessIsolationErrors) {
   std::string base = "run " + m("add.onnx") + " -i x=" + m("x.npy") + " -i z=" + m("x.npy") + " -o " + m("out");
   expect_error(base + " --isolation bogus", "--isolation must be in-process or process, got 'bogus'");
