@@ -26,6 +26,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench_util.h"
 #include "bulkhead/bulkhead.hpp"
 #include "io/npy.h"
 
@@ -33,17 +34,8 @@ namespace {
 
 using namespace bulkhead;
 
-[[noreturn]] void die(const std::string& msg) {
-  std::fprintf(stderr, "burst_bench: error: %s\n", msg.c_str());
-  std::exit(1);
-}
-
-double rss_mib() {
-  std::ifstream f("/proc/self/statm");
-  size_t pages = 0, resident = 0;
-  f >> pages >> resident;
-  return resident * static_cast<double>(sysconf(_SC_PAGESIZE)) / (1 << 20);
-}
+[[noreturn]] void die(const std::string& msg) { bench::die("burst_bench", msg); }
+using bench::rss_mib;
 
 bool same(const NamedTensors& a, const NamedTensors& b) {
   if (a.size() != b.size()) return false;

@@ -29,6 +29,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_util.h"
 #include "bulkhead/bulkhead.hpp"
 #include "io/npy.h"
 
@@ -36,17 +37,8 @@ namespace {
 
 using namespace bulkhead;
 
-[[noreturn]] void die(const std::string& msg) {
-  std::fprintf(stderr, "sessions_bench: error: %s\n", msg.c_str());
-  std::exit(1);
-}
-
-double rss_mib() {
-  std::ifstream f("/proc/self/statm");
-  size_t pages = 0, resident = 0;
-  f >> pages >> resident;
-  return resident * static_cast<double>(sysconf(_SC_PAGESIZE)) / (1 << 20);
-}
+[[noreturn]] void die(const std::string& msg) { bench::die("sessions_bench", msg); }
+using bench::rss_mib;
 
 struct Row {
   int count = 0;

@@ -93,22 +93,29 @@ inline Dims conv_weight_dims(int64_t M, int64_t C, int64_t G, const std::vector<
   return d;
 }
 
-// Constant weights at `data` (laid out as `from`) in a new buffer of layout `to`, through
+// Constant weights at `data` (laid out as `from`) written to `out` in layout `to`, through
 // `re` (a Reorder from `from` to `to`) or copied when the two layouts are one.
-inline memory pack_constant(const dnnl::engine& eng, const memory::desc& from, const memory::desc& to, const Reorder* re,
-                            const void* data) {
-  memory packed(to, eng);
-  memory src(from, eng, const_cast<void*>(data));
+inline void pack_constant_into(const dnnl::engine& eng, const memory::desc& from, const memory::desc& to, const Reorder* re,
+                               const void* data, void* out) {
   if (!re) {
-    std::memcpy(packed.get_data_handle(), data, to.get_size());
-    return packed;
+    std::memcpy(out, data, to.get_size());
+    return;
   }
+  memory src(from, eng, const_cast<void*>(data));
+  memory packed(to, eng, out);
   dnnl::stream s(eng);
   std::unordered_map<int, memory> args{{DNNL_ARG_FROM, src}, {DNNL_ARG_TO, packed}};
   std::vector<char> scratch(re->scratch);
   if (re->scratch) args.emplace(DNNL_ARG_SCRATCHPAD, memory(re->scratch_md, eng, scratch.data()));
   re->prim.execute(s, args);
   s.wait();
+}
+
+// The same into a new buffer that the returned memory owns.
+inline memory pack_constant(const dnnl::engine& eng, const memory::desc& from, const memory::desc& to, const Reorder* re,
+                            const void* data) {
+  memory packed(to, eng);
+  pack_constant_into(eng, from, to, re, data, packed.get_data_handle());
   return packed;
 }
 
@@ -148,20 +155,7 @@ inline PackedWeights pack_constant_shared(const std::shared_ptr<SharedConstants>
   key.append(reinterpret_cast<const char*>(&to.data), sizeof(to.data));
   auto bytes = shared->get_or_make(
       key, to.get_size(),
-      [&](void* out) {
-        if (!re) {
-          std::memcpy(out, src.raw(), to.get_size());
-          return;
-        }
-        memory in(from, eng, const_cast<void*>(src.raw()));
-        memory packed(to, eng, out);
-        dnnl::stream s(eng);
-        std::unordered_map<int, memory> args{{DNNL_ARG_FROM, in}, {DNNL_ARG_TO, packed}};
-        std::vector<char> scratch(re->scratch);
-        if (re->scratch) args.emplace(DNNL_ARG_SCRATCHPAD, memory(re->scratch_md, eng, scratch.data()));
-        re->prim.execute(s, args);
-        s.wait();
-      },
+      [&](void* out) { pack_constant_into(eng, from, to, re, src.raw(), out); },
       {src.buffer()});
   return {memory(to, eng, bytes->data), bytes};
 }
