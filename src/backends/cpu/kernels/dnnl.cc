@@ -1284,6 +1284,9 @@ class IntConvKernel final : public Kernel {
   };
   IntConvKernel(ConvAttrs a, bool qlinear, Tensor w_s8, int w_max, std::optional<Fixed> fixed, dnnl::engine eng)
       : a_(std::move(a)), qlinear_(qlinear), w_s8_(std::move(w_s8)), w_max_(w_max), fixed_(std::move(fixed)), eng_(std::move(eng)) {}
+  // Where oneDNN's int8 sums are not exact (no VNNI, int8_sums_exact): the constant weights
+  // as float32, for an fp32 convolution whose sums are exact integers (below 2^24).
+  void set_float_weights(Tensor w_f32) { w_f32_ = std::move(w_f32); }
   Status compute(KernelContext& ctx) const override;
   // Packed weights are then shared with the Env's other sessions (KernelInfo::shared).
   void share_with(std::shared_ptr<SharedConstants> shared) { shared_ = std::move(shared); }
@@ -1299,10 +1302,12 @@ class IntConvKernel final : public Kernel {
     memory packed_w;
     std::shared_ptr<const void> packed_hold;  // keeps packed_w's bytes (shared) alive
     bool has_packed = false;
+    bool f32 = false;  // an fp32 convolution of x - zx and w_f32_ (sums exact below 2^24)
   };
   // `fused`: the primitive requantises (fixed_) and writes fixed_->yt; else int32 sums.
+  // `f32`: float32 source, weights (w_f32_) and sums instead (never fused).
   std::shared_ptr<const Plan> plan_for(const Shape& x, DataType xt, const Shape& w, bool fused, bool has_bias,
-                                       const Geometry& g) const;
+                                       const Geometry& g, bool f32 = false) const;
   Status reference(KernelContext& ctx) const {
     return qlinear_ ? qlinear_conv_compute(ctx, a_) : conv_integer_compute(ctx, a_);
   }
@@ -1310,6 +1315,7 @@ class IntConvKernel final : public Kernel {
   ConvAttrs a_;
   bool qlinear_;
   Tensor w_s8_;   // constant weights less their zero points, in int8 (undefined: none)
+  Tensor w_f32_;  // the same as float32 where the fp32 path is used (undefined: not made)
   int w_max_ = 128;  // max |w_s8_| (128 when not known)
   std::optional<Fixed> fixed_;
   dnnl::engine eng_;
@@ -1323,13 +1329,14 @@ memory::data_type dnnl_int_type(DataType t) {
 }
 
 std::shared_ptr<const IntConvKernel::Plan> IntConvKernel::plan_for(const Shape& x, DataType xt, const Shape& w, bool fused,
-                                                                   bool has_bias, const Geometry& g) const {
+                                                                   bool has_bias, const Geometry& g, bool f32) const {
   std::vector<int64_t> key(x.begin(), x.end());
   key.push_back(-1);
   key.insert(key.end(), w.begin(), w.end());
   key.push_back(static_cast<int64_t>(xt));
   key.push_back(fused ? 1 : 0);
   key.push_back(has_bias ? 1 : 0);
+  key.push_back(f32 ? 1 : 0);
   key.push_back(omp_get_max_threads());  // oneDNN fixes a primitive's thread count when it is made
   std::lock_guard<std::mutex> lock(mu_);
   auto it = plans_.find(key);
@@ -1337,14 +1344,17 @@ std::shared_ptr<const IntConvKernel::Plan> IntConvKernel::plan_for(const Shape& 
   auto p = std::make_shared<Plan>();
   try {
     const int64_t N = x[0], C = x[1], M = w[0], G = a_.group;
+    p->f32 = f32;
     const DataType yt = fused ? fixed_->yt : DataType::kInt32;
     Dims src_dims(x.begin(), x.end());
     Dims dst_dims{N, M};
     dst_dims.insert(dst_dims.end(), g.out.begin(), g.out.end());
     const Dims wdims = conv_weight_dims(M, C, G, g.k);
-    p->user_src = memory::desc(src_dims, dnnl_int_type(xt), row_major_strides(src_dims));
-    p->user_dst = memory::desc(dst_dims, dnnl_int_type(yt), row_major_strides(dst_dims));
-    p->user_w = memory::desc(wdims, memory::data_type::s8, row_major_strides(wdims));
+    const auto f = memory::data_type::f32;
+    const auto st = f32 ? f : dnnl_int_type(xt), dt = f32 ? f : dnnl_int_type(yt), wt = f32 ? f : memory::data_type::s8;
+    p->user_src = memory::desc(src_dims, st, row_major_strides(src_dims));
+    p->user_dst = memory::desc(dst_dims, dt, row_major_strides(dst_dims));
+    p->user_w = memory::desc(wdims, wt, row_major_strides(wdims));
     p->bias_md = fused && has_bias ? memory::desc({M}, memory::data_type::s32, memory::format_tag::a) : memory::desc();
     auto any = [](const Dims& d, memory::data_type t) { return memory::desc(d, t, memory::format_tag::any); };
     const int nsp = g.nsp;
@@ -1352,14 +1362,13 @@ std::shared_ptr<const IntConvKernel::Plan> IntConvKernel::plan_for(const Shape& 
     for (int i = 0; i < nsp; ++i) dil[i] = g.d[i] - 1;
     dnnl::primitive_attr attr;
     attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-    attr.set_zero_points(DNNL_ARG_SRC, 0, {DNNL_RUNTIME_S32_VAL});
+    if (!f32) attr.set_zero_points(DNNL_ARG_SRC, 0, {DNNL_RUNTIME_S32_VAL});
     if (fused) {
       attr.set_output_scales(fixed_->mult.size() == 1 ? 0 : 1 << 1, fixed_->mult);
       if (fixed_->zy) attr.set_zero_points(DNNL_ARG_DST, 0, {fixed_->zy});
     }
     dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
-                                      any(src_dims, dnnl_int_type(xt)), any(wdims, memory::data_type::s8), p->bias_md,
-                                      any(dst_dims, dnnl_int_type(yt)), strides, dil, pl, pr);
+                                      any(src_dims, st), any(wdims, wt), p->bias_md, any(dst_dims, dt), strides, dil, pl, pr);
     dnnl::convolution_forward::primitive_desc pd(d, attr, eng_);
     // oneDNN's reference int8 kernel is no faster than ours, which is exact.
     if (std::string(pd.impl_info_str()).rfind("ref", 0) == 0) throw dnnl::error(dnnl_unimplemented, "reference kernel only");
@@ -1374,10 +1383,10 @@ std::shared_ptr<const IntConvKernel::Plan> IntConvKernel::plan_for(const Shape& 
     if (p->re_src) p->src_re = Reorder::make(eng_, p->user_src, p->src_md);
     if (p->re_dst) p->dst_re = Reorder::make(eng_, p->dst_md, p->user_dst);
     if (p->re_w) p->w_re = Reorder::make(eng_, p->user_w, p->w_md);
-    if (w_s8_.defined()) {
+    if (f32 ? w_f32_.defined() : w_s8_.defined()) {
       // Pack the constant weights once (the packed layout carries oneDNN's compensation).
-      PackedWeights pw =
-          pack_constant_shared(shared_, "int-conv-w", eng_, p->user_w, p->w_md, p->re_w ? &p->w_re : nullptr, w_s8_);
+      PackedWeights pw = pack_constant_shared(shared_, f32 ? "int-conv-w-f32" : "int-conv-w", eng_, p->user_w, p->w_md,
+                                              p->re_w ? &p->w_re : nullptr, f32 ? w_f32_ : w_s8_);
       p->packed_w = pw.mem;
       p->packed_hold = std::move(pw.hold);
       p->has_packed = true;
@@ -1448,7 +1457,12 @@ Status IntConvKernel::compute(KernelContext& ctx) const {
     if (bias && bias->numel() == 0) bias = nullptr;
     if (bias && (bias->dtype() != DataType::kInt32 || bias->numel() != M)) return reference(ctx);
   }
-  const bool fused = qlinear_ && fixed_ && fixed_->yt == yt && (fixed_->mult.size() == 1 || static_cast<int64_t>(fixed_->mult.size()) == M);
+  // Without exact int8 sums here (no VNNI): an fp32 convolution of the same integers,
+  // exact below 2^24 (checked below); constant weights only.
+  const bool f32 = !int8_sums_exact(x->dtype() == DataType::kUInt8, w_max);
+  if (f32 && !w_f32_.defined()) return reference(ctx);
+  const bool fused = !f32 && qlinear_ && fixed_ && fixed_->yt == yt &&
+                     (fixed_->mult.size() == 1 || static_cast<int64_t>(fixed_->mult.size()) == M);
   if (!fused) {
     // int32 sums through float32: exact only below 2^24 (see above).
     int64_t window = C / G;
@@ -1475,8 +1489,7 @@ Status IntConvKernel::compute(KernelContext& ctx) const {
       if (!std::isfinite(v)) return reference(ctx);  // the reference's rule for NaN and zero scales
   }
 
-  if (!int8_sums_exact(x->dtype() == DataType::kUInt8, w_max)) return reference(ctx);
-  auto p = plan_for(x->shape(), x->dtype(), w->shape(), fused, bias != nullptr, g);
+  auto p = plan_for(x->shape(), x->dtype(), w->shape(), fused, bias != nullptr, g, f32);
   if (p->use_ref) return reference(ctx);
   Shape out{x->dim(0), M};
   out.insert(out.end(), g.out.begin(), g.out.end());
@@ -1486,11 +1499,30 @@ Status IntConvKernel::compute(KernelContext& ctx) const {
     BH_ASSIGN_OR_RETURN(sums, ctx.allocate_scratch(DataType::kInt32, out));
   }
   Tensor& dst_t = sums.defined() ? sums : y;
+  // The fp32 path: x - zx and the sums as float32 (exact integers), the sums converted below.
+  Tensor xf, sums_f;
+  if (f32) {
+    BH_ASSIGN_OR_RETURN(xf, ctx.allocate_scratch(DataType::kFloat32, x->shape()));
+    BH_ASSIGN_OR_RETURN(sums_f, ctx.allocate_scratch(DataType::kFloat32, out));
+    float* xp = xf.data<float>();
+    const float z = static_cast<float>(zx);
+    if (x->dtype() == DataType::kUInt8) {
+      const uint8_t* in = x->data<uint8_t>();
+      parallel_for(ctx.threads(), x->numel(), 1 << 14, [&](int64_t b, int64_t e) {
+        for (int64_t i = b; i < e; ++i) xp[i] = static_cast<float>(in[i]) - z;
+      });
+    } else {
+      const int8_t* in = x->data<int8_t>();
+      parallel_for(ctx.threads(), x->numel(), 1 << 14, [&](int64_t b, int64_t e) {
+        for (int64_t i = b; i < e; ++i) xp[i] = static_cast<float>(in[i]) - z;
+      });
+    }
+  }
   CallScratch sc{ctx, {}};
   try {
     dnnl::stream s(eng_);
-    memory usr_src(p->user_src, eng_, const_cast<void*>(x->raw()));
-    memory usr_dst(p->user_dst, eng_, dst_t.raw());
+    memory usr_src(p->user_src, eng_, f32 ? xf.raw() : const_cast<void*>(x->raw()));
+    memory usr_dst(p->user_dst, eng_, f32 ? sums_f.raw() : dst_t.raw());
     memory src = usr_src, dst = usr_dst;
     if (p->re_src) {
       BH_ASSIGN_OR_RETURN(void* buf, sc.get(p->src_md.get_size()));
@@ -1515,8 +1547,9 @@ Status IntConvKernel::compute(KernelContext& ctx) const {
     }
     int32_t zx32 = static_cast<int32_t>(zx);
     std::unordered_map<int, memory> args{{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wm}, {DNNL_ARG_DST, dst}};
-    args.emplace(DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC,
-                 memory({{1}, memory::data_type::s32, memory::format_tag::a}, eng_, &zx32));
+    if (!f32)
+      args.emplace(DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC,
+                   memory({{1}, memory::data_type::s32, memory::format_tag::a}, eng_, &zx32));
     if (fused && bias) args.emplace(DNNL_ARG_BIAS, memory(p->bias_md, eng_, const_cast<void*>(bias->raw())));
     if (size_t ss = p->scratch_md.get_size()) {
       BH_ASSIGN_OR_RETURN(void* buf, sc.get(ss));
@@ -1527,6 +1560,13 @@ Status IntConvKernel::compute(KernelContext& ctx) const {
     s.wait();
   } catch (const dnnl::error& e) {
     return internal_error(ctx.where() + "oneDNN failed: " + e.what());
+  }
+  if (f32) {
+    const float* in = sums_f.data<float>();
+    int32_t* o = dst_t.data<int32_t>();
+    parallel_for(ctx.threads(), dst_t.numel(), 1 << 14, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) o[i] = static_cast<int32_t>(in[i]);
+    });
   }
   if (sums.defined()) {
     const int32_t* acc = sums.data<int32_t>();
@@ -1601,7 +1641,14 @@ Result<std::unique_ptr<Kernel>> make_int_conv(const KernelInfo& info, bool qline
   if (info.shared && w_s8.defined()) w_s8 = info.shared->intern(w_s8);
   try {
     dnnl::engine eng(dnnl::engine::kind::cpu, 0);
+    Tensor w_f32;
+    if (w_s8.defined() && !int8_sums_exact(true, w_max)) {
+      w_f32 = Tensor::host(DataType::kFloat32, w_s8.shape());
+      for (int64_t i = 0; i < w_s8.numel(); ++i) w_f32.data<float>()[i] = w_s8.data<int8_t>()[i];
+      if (info.shared) w_f32 = info.shared->intern(w_f32);
+    }
     auto k = std::make_unique<IntConvKernel>(std::move(a), qlinear, std::move(w_s8), w_max, std::move(fixed), std::move(eng));
+    k->set_float_weights(std::move(w_f32));
     k->share_with(info.shared);
     return std::unique_ptr<Kernel>(std::move(k));
   } catch (const dnnl::error& e) {
