@@ -39,6 +39,9 @@ class Int8MatMulKernel final : public Kernel {
   Status compute(KernelContext& ctx) const override;
   // Packed weights are then shared with the Env's other sessions (KernelInfo::shared).
   void share_with(std::shared_ptr<SharedConstants> shared) { shared_ = std::move(shared); }
+  // Where oneDNN's int8 sums are not exact (no VNNI, int8_sums_exact): constant B as
+  // float32, for an fp32 product whose sums are exact integers (below 2^24).
+  void set_float_weights(Tensor b_f32) { b_f32_ = std::move(b_f32); }
 
  private:
   struct Plan {
@@ -49,11 +52,13 @@ class Int8MatMulKernel final : public Kernel {
     memory packed_w;
     std::shared_ptr<const void> packed_hold;  // keeps packed_w's bytes (shared) alive
     bool has_packed = false;
+    bool f32 = false;  // A - za and b_f32_ as float32 (never int8)
   };
-  std::shared_ptr<const Plan> plan_for(int64_t R, int64_t K, int64_t N, DataType at) const;
+  std::shared_ptr<const Plan> plan_for(int64_t R, int64_t K, int64_t N, DataType at, bool f32) const;
 
   bool qlinear_;
   Tensor b_s8_;    // constant B less its zero point, int8 [K, N] (undefined: none)
+  Tensor b_f32_;   // the same as float32 where the fp32 path is used (undefined: not made)
   int b_max_ = 128;
   LambdaKernel::Fn reference_;
   dnnl::engine eng_;
@@ -62,31 +67,36 @@ class Int8MatMulKernel final : public Kernel {
   mutable std::map<std::vector<int64_t>, std::shared_ptr<const Plan>> plans_;
 };
 
-std::shared_ptr<const Int8MatMulKernel::Plan> Int8MatMulKernel::plan_for(int64_t R, int64_t K, int64_t N, DataType at) const {
-  const std::vector<int64_t> key{R, K, N, static_cast<int64_t>(at), omp_get_max_threads()};
+std::shared_ptr<const Int8MatMulKernel::Plan> Int8MatMulKernel::plan_for(int64_t R, int64_t K, int64_t N, DataType at,
+                                                                         bool f32) const {
+  const std::vector<int64_t> key{R, K, N, static_cast<int64_t>(at), f32 ? 1 : 0, omp_get_max_threads()};
   std::lock_guard<std::mutex> lock(mu_);
   if (auto it = plans_.find(key); it != plans_.end()) return it->second;
   auto p = std::make_shared<Plan>();
   try {
-    const auto src_t = at == DataType::kUInt8 ? memory::data_type::u8 : memory::data_type::s8;
+    p->f32 = f32;
+    const auto f = memory::data_type::f32;
+    const auto src_t = f32 ? f : at == DataType::kUInt8 ? memory::data_type::u8 : memory::data_type::s8;
+    const auto wt = f32 ? f : memory::data_type::s8;
+    const Tensor& b_const = f32 ? b_f32_ : b_s8_;
     p->src_md = memory::desc({R, K}, src_t, memory::format_tag::ab);
-    p->user_w = memory::desc({K, N}, memory::data_type::s8, memory::format_tag::ab);
-    p->dst_md = memory::desc({R, N}, memory::data_type::s32, memory::format_tag::ab);
-    const memory::desc w_any = b_s8_.defined() ? memory::desc({K, N}, memory::data_type::s8, memory::format_tag::any) : p->user_w;
+    p->user_w = memory::desc({K, N}, wt, memory::format_tag::ab);
+    p->dst_md = memory::desc({R, N}, f32 ? f : memory::data_type::s32, memory::format_tag::ab);
+    const memory::desc w_any = b_const.defined() ? memory::desc({K, N}, wt, memory::format_tag::any) : p->user_w;
     dnnl::primitive_attr attr;
     attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-    attr.set_zero_points(DNNL_ARG_SRC, 0, {DNNL_RUNTIME_S32_VAL});
+    if (!f32) attr.set_zero_points(DNNL_ARG_SRC, 0, {DNNL_RUNTIME_S32_VAL});
     dnnl::matmul::desc d(p->src_md, w_any, p->dst_md);
     dnnl::matmul::primitive_desc pd(d, attr, eng_);
     if (std::string(pd.impl_info_str()).rfind("ref", 0) == 0) throw dnnl::error(dnnl_unimplemented, "reference kernel only");
     p->w_md = pd.weights_desc();
     p->scratch_md = pd.scratchpad_desc();
     p->prim = dnnl::matmul(pd);
-    if (b_s8_.defined()) {
+    if (b_const.defined()) {
       Reorder re;
       if (p->w_md != p->user_w) re = Reorder::make(eng_, p->user_w, p->w_md);
-      PackedWeights pw =
-          pack_constant_shared(shared_, "int-matmul-b", eng_, p->user_w, p->w_md, p->w_md != p->user_w ? &re : nullptr, b_s8_);
+      PackedWeights pw = pack_constant_shared(shared_, f32 ? "int-matmul-b-f32" : "int-matmul-b", eng_, p->user_w, p->w_md,
+                                              p->w_md != p->user_w ? &re : nullptr, b_const);
       p->packed_w = pw.mem;
       p->packed_hold = std::move(pw.hold);
       p->has_packed = true;
@@ -134,15 +144,19 @@ Status Int8MatMulKernel::compute(KernelContext& ctx) const {
     if (az && az->numel() != as->numel() && az->numel()) return reference_(ctx);
     yt = yz && yz->numel() ? yz->dtype() : DataType::kUInt8;
     if (!int8(yt) || (yz && yz->numel() > 1)) return reference_(ctx);
-  } else {
-    // int32 sums through float32: exact only below 2^24.
+  }
+  // Without exact int8 sums here (no VNNI): an fp32 product of the same integers; constant
+  // B only.
+  const bool f32 = !int8_sums_exact(A->dtype() == DataType::kUInt8, b_max);
+  if (f32 && !b_f32_.defined()) return reference_(ctx);
+  if (!qlinear_ || f32) {
+    // int32 sums through float32 (MatMulInteger's, and the fp32 path's): exact only below 2^24.
     int64_t amax = 0;
     for (int64_t i = 0; i < A->numel(); ++i) amax = std::max<int64_t>(amax, std::abs(int_at(*A, i) - za));
     if (K * amax * b_max >= (int64_t{1} << 24)) return reference_(ctx);
   }
 
-  if (!int8_sums_exact(A->dtype() == DataType::kUInt8, b_max)) return reference_(ctx);
-  auto p = plan_for(R, K, N, A->dtype());
+  auto p = plan_for(R, K, N, A->dtype(), f32);
   if (p->use_ref) return reference_(ctx);
   Shape out(A->shape().begin(), A->shape().end() - 1);
   out.push_back(N);
@@ -152,15 +166,32 @@ Status Int8MatMulKernel::compute(KernelContext& ctx) const {
     BH_ASSIGN_OR_RETURN(sums, ctx.allocate_scratch(DataType::kInt32, out));
   }
   Tensor& dst_t = qlinear_ ? sums : y;
+  // The fp32 path: A - za and the sums as float32 (exact integers), the sums converted below.
+  Tensor af, sums_f;
+  if (f32) {
+    BH_ASSIGN_OR_RETURN(af, ctx.allocate_scratch(DataType::kFloat32, A->shape()));
+    BH_ASSIGN_OR_RETURN(sums_f, ctx.allocate_scratch(DataType::kFloat32, out));
+    float* ap = af.data<float>();
+    const float z = static_cast<float>(za);
+    if (A->dtype() == DataType::kUInt8) {
+      const uint8_t* in = A->data<uint8_t>();
+      for (int64_t i = 0; i < A->numel(); ++i) ap[i] = static_cast<float>(in[i]) - z;
+    } else {
+      const int8_t* in = A->data<int8_t>();
+      for (int64_t i = 0; i < A->numel(); ++i) ap[i] = static_cast<float>(in[i]) - z;
+    }
+  }
   CallScratch sc{ctx, {}};
   try {
     dnnl::stream s(eng_);
     int32_t za32 = za;
     std::unordered_map<int, memory> args{
-        {DNNL_ARG_SRC, memory(p->src_md, eng_, const_cast<void*>(A->raw()))},
+        {DNNL_ARG_SRC, memory(p->src_md, eng_, f32 ? af.raw() : const_cast<void*>(A->raw()))},
         {DNNL_ARG_WEIGHTS, p->has_packed ? p->packed_w : memory(p->user_w, eng_, const_cast<void*>(B->raw()))},
-        {DNNL_ARG_DST, memory(p->dst_md, eng_, dst_t.raw())},
-        {DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC, memory({{1}, memory::data_type::s32, memory::format_tag::a}, eng_, &za32)}};
+        {DNNL_ARG_DST, memory(p->dst_md, eng_, f32 ? sums_f.raw() : dst_t.raw())}};
+    if (!f32)
+      args.emplace(DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC,
+                   memory({{1}, memory::data_type::s32, memory::format_tag::a}, eng_, &za32));
     if (size_t ss = p->scratch_md.get_size()) {
       BH_ASSIGN_OR_RETURN(void* buf, sc.get(ss));
       args.emplace(DNNL_ARG_SCRATCHPAD, memory(p->scratch_md, eng_, buf));
@@ -169,6 +200,11 @@ Status Int8MatMulKernel::compute(KernelContext& ctx) const {
     s.wait();
   } catch (const dnnl::error& e) {
     return internal_error(ctx.where() + "oneDNN failed: " + e.what());
+  }
+  if (f32) {
+    const float* in = sums_f.data<float>();
+    int32_t* o = dst_t.data<int32_t>();
+    for (int64_t i = 0; i < dst_t.numel(); ++i) o[i] = static_cast<int32_t>(in[i]);
   }
   if (qlinear_) {
     const int32_t lo = yt == DataType::kUInt8 ? 0 : -128, hi = yt == DataType::kUInt8 ? 255 : 127;
@@ -232,7 +268,14 @@ Result<std::unique_ptr<Kernel>> make_int8_matmul(const KernelInfo& info, bool ql
   if (info.shared && b_s8.defined()) b_s8 = info.shared->intern(b_s8);
   try {
     dnnl::engine eng(dnnl::engine::kind::cpu, 0);
+    Tensor b_f32;
+    if (b_s8.defined() && !int8_sums_exact(true, b_max)) {
+      b_f32 = Tensor::host(DataType::kFloat32, b_s8.shape());
+      for (int64_t i = 0; i < b_s8.numel(); ++i) b_f32.data<float>()[i] = b_s8.data<int8_t>()[i];
+      if (info.shared) b_f32 = info.shared->intern(b_f32);
+    }
     auto k = std::make_unique<Int8MatMulKernel>(qlinear, std::move(b_s8), b_max, std::move(reference), std::move(eng));
+    k->set_float_weights(std::move(b_f32));
     k->share_with(info.shared);
     return std::unique_ptr<Kernel>(std::move(k));
   } catch (const dnnl::error& e) {
