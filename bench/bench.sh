@@ -3,6 +3,7 @@
 #
 #   bench/bench.sh [--models all|a,b] [--threads 1,2] [--rounds R] [--runs auto|N] [--warmup 2] [--no-build]
 #                  [--sessions 1,4,8|none] [--sessions-model light_resnet50]
+#                  [--busy none|a,b] [--busy-threads 2]
 #
 # Models (default all twelve): the nine ONNX backend "light" models (light_bvlc_alexnet,
 # light_densenet121, light_inception_v1, light_inception_v2, light_resnet50,
@@ -13,6 +14,8 @@
 # --sessions: resident memory of 1, 4 and 8 sessions of --sessions-model in one process,
 # bulkhead (sessions_bench: weights shared; and with release_idle_memory) against ONNX
 # Runtime (ort_sessions.js), 1 thread; "none" skips it.
+# --busy: the listed models again at --busy-threads threads, quiet and while another
+# process keeps one core busy (a busy loop), both tools; default none.
 #
 # What it sets up, as needed (apt-get needs root; elsewhere install by hand):
 #   - node + npm: Debian's `nodejs` and `npm` packages when `node` is missing. Debian 12
@@ -41,9 +44,11 @@ warmup=2
 build=1
 sessions=1,4,8
 sessions_model=light_resnet50
+busy=none
+busy_threads=2
 
 usage() {
-  sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//' >&2
+  sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//' >&2
   exit 2
 }
 need_value() { [ $# -ge 2 ] && [ -n "$2" ] || { echo "bench: $1 needs a value" >&2; exit 2; }; }
@@ -57,6 +62,8 @@ while [ $# -gt 0 ]; do
     --no-build) build=0; shift ;;
     --sessions) need_value "$@"; sessions=$2; shift 2 ;;
     --sessions-model) need_value "$@"; sessions_model=$2; shift 2 ;;
+    --busy) need_value "$@"; busy=$2; shift 2 ;;
+    --busy-threads) need_value "$@"; busy_threads=$2; shift 2 ;;
     -h|--help) usage ;;
     *) echo "bench: unknown argument '$1'" >&2; usage ;;
   esac
@@ -66,8 +73,15 @@ done
 [[ $warmup =~ ^[0-9]+$ ]] || { echo "bench: --warmup must be a non-negative integer, got '$warmup'" >&2; exit 2; }
 [[ $threads =~ ^[1-9][0-9]*(,[1-9][0-9]*)*$ ]] || { echo "bench: --threads must look like 1,2, got '$threads'" >&2; exit 2; }
 [[ $sessions == none || $sessions =~ ^[1-9][0-9]*(,[1-9][0-9]*)*$ ]] || { echo "bench: --sessions must look like 1,4,8 or be none, got '$sessions'" >&2; exit 2; }
+[[ $busy_threads =~ ^[1-9][0-9]*$ ]] || { echo "bench: --busy-threads must be a positive integer, got '$busy_threads'" >&2; exit 2; }
 [ "$models" = all ] && models=$all_models
 known_models=" ${all_models//,/ } "
+[[ $busy == none || $busy =~ ^[A-Za-z0-9_]+(,[A-Za-z0-9_]+)*$ ]] || { echo "bench: --busy must look like a,b or be none, got '$busy'" >&2; exit 2; }
+if [ "$busy" != none ]; then
+  for m in ${busy//,/ }; do
+    [[ $known_models == *" $m "* ]] || { echo "bench: unknown --busy model '$m' (known:$known_models)" >&2; exit 2; }
+  done
+fi
 [[ $models =~ ^[A-Za-z0-9_]+(,[A-Za-z0-9_]+)*$ ]] || { echo "bench: --models must look like a,b, got '$models'" >&2; exit 2; }
 for m in ${models//,/ }; do
   [[ $known_models == *" $m "* ]] || { echo "bench: unknown model '$m' (known:$known_models)" >&2; exit 2; }
@@ -169,4 +183,5 @@ cd "$here"
 exec node "$here/run_bench.js" --bulkhead "$bin" --shared "$shared" --out "$here/out" \
   --models "$models" --threads "$threads" --rounds "$rounds" --runs "$runs" --warmup "$warmup" \
   --sessions "$sessions" --sessions-model "$sessions_model" --sessions-bench "$sessions_bin" \
+  --busy "$busy" --busy-threads "$busy_threads" \
   ${time_bin:+--time "$time_bin"}

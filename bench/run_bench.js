@@ -16,7 +16,7 @@
 const fs = require('fs');
 const os = require('os');
 const path = require('path');
-const { spawnSync } = require('child_process');
+const { spawn, spawnSync } = require('child_process');
 
 const HERE = __dirname;
 
@@ -67,6 +67,8 @@ function parseArgs(argv) {
     if (a[k] === undefined) die(`run_bench.js: --${k} is required`);
   a.sessions = !a.sessions || a.sessions === 'none' ? [] : a.sessions.split(',').filter(Boolean).map(Number);
   a['sessions-model'] = a['sessions-model'] || 'light_resnet50';
+  a.busy = !a.busy || a.busy === 'none' ? [] : a.busy.split(',').filter(Boolean);
+  a['busy-threads'] = Number(a['busy-threads'] || 2);
   a.models = a.models === 'all' ? MODELS.map((m) => m[0]) : a.models.split(',').filter(Boolean);
   a.threads = a.threads.split(',').filter(Boolean).map(Number);
   a.rounds = Number(a.rounds);
@@ -309,10 +311,58 @@ function measureSessions(a, table, outDir) {
       'bulkhead: one child process per row; ORT: one node process per row, the node runtime included' };
 }
 
+// One other process keeping one core busy: a node busy loop, killed when measured.
+function startSpinner() {
+  const p = spawn(process.execPath, ['-e', 'for (;;) {}'], { stdio: 'ignore' });
+  const stop = () => { try { p.kill('SIGKILL'); } catch (_) { /* gone */ } };
+  process.on('exit', stop);
+  return { stop: () => { stop(); process.removeListener('exit', stop); } };
+}
+
+// The busy-machine rows: each model at `threads` threads, quiet and with one core taken by
+// another process, both tools, in alternating rounds; what each tool loses under load.
+function measureBusy(a, table, rawPath) {
+  const threads = a['busy-threads'];
+  const rows = [];
+  for (const name of a.busy) {
+    const spec = table[name];
+    const inputs = prepareInputs(name, spec, a.out);
+    const got = { quiet: { bulkhead: [], ort: [] }, busy: { bulkhead: [], ort: [] } };
+    for (let round = 0; round < a.rounds; ++round) {
+      for (const load of round % 2 === 0 ? ['quiet', 'busy'] : ['busy', 'quiet']) {
+        const spinner = load === 'busy' ? startSpinner() : null;
+        try {
+          for (const tool of round % 2 === 0 ? ['bulkhead', 'ort'] : ['ort', 'bulkhead']) {
+            const r = tool === 'bulkhead' ? runBulkhead(a, spec, inputs, threads) : runOrt(a, spec, inputs, threads);
+            got[load][tool].push(r);
+            fs.appendFileSync(rawPath, JSON.stringify({ model: name, threads, round, tool, load, load1: os.loadavg()[0], ...r }) + '\n');
+            console.log(`  ${name} t=${threads} ${load} round ${round + 1}/${a.rounds} ${pad(tool, 8, true)} ` +
+              (r.ok ? `median ${r.median_ms.toFixed(3)} ms` : `FAILED: ${r.error}`));
+          }
+        } finally {
+          if (spinner) spinner.stop();
+        }
+      }
+    }
+    const s = {};
+    for (const load of ['quiet', 'busy']) for (const tool of ['bulkhead', 'ort']) s[`${load}_${tool}`] = summarize(got[load][tool]);
+    const ms = (x) => (x.ok ? x.median_ms : null);
+    const div = (x, y) => (x !== null && y ? x / y : null);
+    rows.push({ model: name, threads, ...s,
+      bulkhead_slowdown: div(ms(s.busy_bulkhead), ms(s.quiet_bulkhead)),
+      ort_slowdown: div(ms(s.busy_ort), ms(s.quiet_ort)),
+      quiet_ratio: div(ms(s.quiet_bulkhead), ms(s.quiet_ort)),
+      busy_ratio: div(ms(s.busy_bulkhead), ms(s.busy_ort)) });
+  }
+  return { threads, rows,
+    method: 'median over rounds of per-process medians; busy: a node busy loop runs in another process for the whole ' +
+      'measurement, so one of the two cores is shared' };
+}
+
 function main() {
   const a = parseArgs(process.argv.slice(2));
   const table = modelTable(a.shared);
-  for (const m of a.models) {
+  for (const m of [...a.models, ...a.busy]) {
     if (!table[m]) die(`unknown model '${m}' (known: ${Object.keys(table).join(', ')})`);
     if (!fs.existsSync(table[m].model)) die(`${m}: model file missing: ${table[m].model}`);
   }
@@ -369,6 +419,7 @@ function main() {
     }
   }
   const sessions = a.sessions.length && a['sessions-bench'] ? measureSessions(a, table, a.out) : null;
+  const busy = a.busy.length ? measureBusy(a, table, rawPath) : null;
   meta.loadavg_end = os.loadavg().map((x) => Math.round(x * 100) / 100);
   meta.wall_s = Math.round((Date.now() - started) / 100) / 10;
   const gm = geomeans(results, a.threads);
@@ -418,17 +469,30 @@ function main() {
         cell(r.ort_mib, r.ort_ratio)]));
     for (const e of sessions.errors) console.log(`note: sessions: ${e}`);
   }
+  if (busy) {
+    console.log('');
+    console.log(`busy machine: ${busy.threads} threads while another process keeps one core busy (median ms; slowdown = busy / quiet):`);
+    const bcols = [['model', 18, true], ['bh quiet', 9], ['bh busy', 9], ['bh slowdown', 11], ['ORT quiet', 9], ['ORT busy', 9],
+      ['ORT slowdown', 12], ['bh/ORT busy', 11]];
+    const bline = (vals) => bcols.map(([, w, l], i) => pad(vals[i], w, l)).join('  ');
+    console.log(bline(bcols.map((c) => c[0])));
+    const m = (x) => (x.ok ? f(x.median_ms, 2) : 'FAILED');
+    for (const r of busy.rows)
+      console.log(bline([r.model, m(r.quiet_bulkhead), m(r.busy_bulkhead), f(r.bulkhead_slowdown, 2), m(r.quiet_ort), m(r.busy_ort),
+        f(r.ort_slowdown, 2), f(r.busy_ratio, 2)]));
+  }
   const busiest = Math.max(meta.loadavg_start[0], meta.loadavg_end[0]);
   if (busiest > meta.cores / 2)
     console.log(`warning: the machine was busy (1-minute load up to ${busiest} on ${meta.cores} cores): ` +
       'both tools were slowed, unevenly; rerun on an idle machine before quoting absolute numbers.');
 
   const out = path.join(a.out, 'results.json');
-  fs.writeFileSync(out, JSON.stringify({ meta, geomean_ratio: gm, results, sessions }, null, 1) + '\n');
+  fs.writeFileSync(out, JSON.stringify({ meta, geomean_ratio: gm, results, sessions, busy }, null, 1) + '\n');
   const chart = path.join(a.out, 'chart.svg');
   fs.writeFileSync(chart, chartSvg(results, a.models, a.threads, gm, meta));
   console.log(`wrote ${out}, ${chart} and ${rawPath}`);
   if (results.some((r) => !r.bulkhead.ok || !r.ort.ok)) process.exitCode = 3;
+  if (busy && busy.rows.some((r) => !r.busy_bulkhead.ok || !r.quiet_bulkhead.ok)) process.exitCode = 3;
 }
 
 main();

@@ -157,6 +157,35 @@ TEST(Layout, UnalignedConcatAndMixedBinaryStayPlain) {
   EXPECT_EQ(o.ops["ToBlocked16"], 0);
 }
 
+TEST(Layout, BlockedPoolingOfEveryKindMatchesThePlainOne) {
+  // Pooling on the blocked tensor between two convolutions, with padding, strides,
+  // dilations, ceil mode and both average divisors (on a CPU without AVX-512 these run
+  // on bulkhead's nChw16c loops, where oneDNN has only its reference implementation).
+  const char* pools[] = {
+      "MaxPool <kernel_shape = [3, 3], strides = [2, 2], pads = [1, 1, 1, 1]>",
+      "MaxPool <kernel_shape = [2, 2], dilations = [2, 2], ceil_mode = 1>",
+      "AveragePool <kernel_shape = [3, 3], strides = [2, 2], pads = [1, 1, 1, 1]>",
+      "AveragePool <kernel_shape = [3, 3], strides = [2, 2], pads = [1, 1, 1, 1], count_include_pad = 1>",
+      "AveragePool <kernel_shape = [3, 3], strides = [2, 2], pads = [0, 0, 1, 1], ceil_mode = 1, count_include_pad = 1>",
+  };
+  uint32_t seed = 40;
+  for (const char* pool : pools) {
+    seed += 2;
+    std::string model = "<ir_version: 8, opset_import: [\"\" : 17]>\n"
+                        "g (float[1,3,11,9] x) => (float[1,16,?,?] y)\n<" +
+                        conv_weights("w1", 20, 3, 3, seed) + ", " + conv_weights("w2", 16, 20, 1, seed + 1) +
+                        ">\n{\n"
+                        "  c1 = Conv <pads = [1, 1, 1, 1]> (x, w1, w1_b)\n"
+                        "  r1 = Relu(c1)\n"
+                        "  p = " + std::string(pool) + " (r1)\n"
+                        "  y = Conv (p, w2, w2_b)\n"
+                        "}";
+    SCOPED_TRACE(pool);
+    Outcome o = check_same(model, {{"x", random_tensor({1, 3, 11, 9}, seed)}});
+    EXPECT_EQ(o.ops["ToBlocked16"] + o.ops["FromBlocked16"], 0);  // the pool ran on the blocked tensor
+  }
+}
+
 TEST(Layout, LevelOneAndOtherDevicesAreUntouched) {
   std::string text = "<ir_version: 8, opset_import: [\"\" : 17]>\n"
                      "g (float[1,3,8,8] x) => (float[1,16,4,4] y)\n<" +

@@ -20,18 +20,28 @@ namespace bulkhead::cpu {
 // least `grain` items so small loops stay on the calling thread.
 // `threads` is capped by the run's OpenMP thread count (the cores the run was granted,
 // core_budget.h).
+//
+// The loop is cut into up to kPiecesPerThread pieces per thread, claimed one at a time
+// (schedule(dynamic)): on a machine where another process takes one of the cores, the
+// descheduled thread holds up only the piece it is on while the others take the rest,
+// where a static split would make the whole loop wait for its share. Pieces are
+// contiguous ranges, so each fn call still streams through its own part of memory.
+inline constexpr int64_t kPiecesPerThread = 4;
+
 template <typename Fn>
 void parallel_for(int threads, int64_t n, int64_t grain, Fn&& fn) {
   if (n <= 0) return;
   threads = std::min(threads, omp_get_max_threads());
-  int64_t chunks = std::max<int64_t>(1, std::min<int64_t>(threads, n / std::max<int64_t>(grain, 1)));
-  if (chunks <= 1) {
+  const int64_t most = std::max<int64_t>(1, n / std::max<int64_t>(grain, 1));
+  const int64_t team = std::min<int64_t>(threads, most);
+  if (team <= 1) {
     fn(int64_t{0}, n);
     return;
   }
-#pragma omp parallel for num_threads(static_cast<int>(chunks)) schedule(static)
-  for (int64_t c = 0; c < chunks; ++c) {
-    int64_t b = n * c / chunks, e = n * (c + 1) / chunks;
+  const int64_t pieces = std::min<int64_t>(most, team * kPiecesPerThread);
+#pragma omp parallel for num_threads(static_cast<int>(team)) schedule(dynamic, 1)
+  for (int64_t c = 0; c < pieces; ++c) {
+    int64_t b = n * c / pieces, e = n * (c + 1) / pieces;
     fn(b, e);
   }
 }
