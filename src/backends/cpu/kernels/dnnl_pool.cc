@@ -2,10 +2,10 @@
 //
 // MaxPool (without the Indices output) and AveragePool on float32 run on oneDNN's
 // pooling primitive (plain layout, cached per input shape, user-managed scratchpad)
-// where oneDNN has a real implementation for the layout; where it would use its
-// reference one ("ref:any": nChw16c pooling on a CPU without AVX-512, 28 ms for
-// ShuffleNet's first MaxPool where these loops take well under 1 ms) the loops below run
-// instead, on the blocked layout directly.
+// where oneDNN has a vectorised implementation for the layout; where it would use its
+// reference or scalar one ("ref:any": nChw16c pooling on a CPU without AVX-512, 28 ms for
+// ShuffleNet's first MaxPool where these loops take well under 1 ms; "simple_nchw:any":
+// plain pooling there) the loops below run instead, on the layout as it is.
 // Everything else -- Indices, integer types, float64, LpPool, the global pools,
 // BatchNormalization -- runs on plain loops.
 
@@ -220,6 +220,70 @@ class PoolKernel final : public Kernel {
   mutable std::map<std::pair<Shape, int>, std::shared_ptr<const Plan>> plans_;
 };
 
+// Max / average pooling of float32 NCHW planes, an output row at a time: for each
+// window offset (kh, kw) the valid output columns are computed once and the row is
+// swept along contiguous (stride 1) or evenly strided memory, which vectorises; the
+// average divisor is the product of the row's and the column's counts (validity is
+// separable). pool_ref's results, except that a NaN never wins a maximum.
+void pool_plain_2d(const PoolAttrs& a, const Geo3& g, const float* x, float* y, int64_t NC, int threads) {
+  const int64_t IH = g.in[1], IW = g.in[2], OH = g.out[1], OW = g.out[2];
+  const int64_t SH = g.s[1], SW = g.s[2], KH = g.k[1], KW = g.k[2];
+  const bool is_max = a.kind == PoolKind::kMax;
+  // Per output column and row: window positions inside the input, and inside the padded input.
+  auto counts = [&](int64_t out, int64_t in, int64_t s, int64_t k, int64_t d, int64_t pb, int64_t pe,
+                    std::vector<int64_t>* valid, std::vector<int64_t>* padded) {
+    valid->assign(out, 0);
+    padded->assign(out, 0);
+    for (int64_t o = 0; o < out; ++o)
+      for (int64_t j = 0; j < k; ++j) {
+        int64_t i = o * s - pb + j * d;
+        if (i < -pb || i >= in + pe) continue;
+        ++(*padded)[o];
+        if (i >= 0 && i < in) ++(*valid)[o];
+      }
+  };
+  std::vector<int64_t> vh, ph, vw, pw;
+  counts(OH, IH, SH, KH, g.d[1], g.pb[1], g.pe[1], &vh, &ph);
+  counts(OW, IW, SW, KW, g.d[2], g.pb[2], g.pe[2], &vw, &pw);
+  parallel_for(threads, NC * OH, std::max<int64_t>(1, 4096 / std::max<int64_t>(1, OW * KH * KW)), [&](int64_t b0, int64_t e0) {
+    std::vector<float> acc(static_cast<size_t>(OW));
+    for (int64_t r = b0; r < e0; ++r) {
+      const int64_t nc = r / OH, oh = r % OH;
+      const float* xp = x + nc * IH * IW;
+      float* yr = y + r * OW;
+      std::fill(acc.begin(), acc.end(), is_max ? std::numeric_limits<float>::lowest() : 0.f);
+      for (int64_t kh = 0; kh < KH; ++kh) {
+        const int64_t ih = oh * SH - g.pb[1] + kh * g.d[1];
+        if (ih < 0 || ih >= IH) continue;
+        const float* row = xp + ih * IW;
+        for (int64_t kw = 0; kw < KW; ++kw) {
+          const int64_t off = kw * g.d[2] - g.pb[2];  // iw = ow * SW + off
+          const int64_t lo = off >= 0 ? 0 : (-off + SW - 1) / SW;
+          const int64_t hi = IW - 1 - off < 0 ? -1 : std::min(OW - 1, (IW - 1 - off) / SW);
+          if (is_max) {
+            for (int64_t ow = lo; ow <= hi; ++ow) {
+              const float v = row[ow * SW + off];
+              acc[ow] = v > acc[ow] ? v : acc[ow];
+            }
+          } else {
+            for (int64_t ow = lo; ow <= hi; ++ow) acc[ow] += row[ow * SW + off];
+          }
+        }
+      }
+      if (is_max) {
+        std::copy(acc.begin(), acc.end(), yr);
+      } else {
+        const auto& ch = a.count_include_pad ? ph : vh;
+        const auto& cw = a.count_include_pad ? pw : vw;
+        for (int64_t ow = 0; ow < OW; ++ow) {
+          const int64_t div = ch[oh] * cw[ow];
+          yr[ow] = div > 0 ? acc[ow] / static_cast<float>(div) : NAN;
+        }
+      }
+    }
+  });
+}
+
 // Max / average pooling straight on nChw16c ([N, C/16, H, W, 16]), 16 channels a step,
 // with pool_ref's semantics: the first element of a window seeds the maximum (a NaN there
 // stays), an empty window gives lowest() (max) or NaN (avg), count_include_pad counts
@@ -308,8 +372,9 @@ std::shared_ptr<const PoolKernel::Plan> PoolKernel::plan_for(const Shape& x, con
       dnnl::primitive_attr attr;
       attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
       dnnl::pooling_v2_forward::primitive_desc pd(d, attr, eng_);
-      if (std::strncmp(pd.impl_info_str(), "ref", 3) == 0) {
-        p->use_ref = true;  // oneDNN's reference loops: ours are faster
+      const char* impl = pd.impl_info_str();
+      if (std::strncmp(impl, "ref", 3) == 0 || std::strncmp(impl, "simple", 6) == 0) {
+        p->use_ref = true;  // oneDNN's reference or scalar loops: ours are faster
       } else {
         p->scratch_md = pd.scratchpad_desc();
         p->prim = dnnl::pooling_v2_forward(pd);
@@ -348,6 +413,10 @@ Status PoolKernel::compute(KernelContext& ctx) const {
   if (dt == DataType::kFloat32 && !want_idx && a_.kind != PoolKind::kLp) {
     auto plan = plan_for(x->shape(), g);
     if (!plan->use_ref) return run_plan(ctx, *plan, x->raw(), y.raw());
+    if (g.nsp == 2) {
+      pool_plain_2d(a_, to_geo3(g), x->data<float>(), y.data<float>(), x->dim(0) * x->dim(1), ctx.threads());
+      return Status::ok();
+    }
   }
   Geo3 g3 = to_geo3(g);
   int64_t NC = x->dim(0) * x->dim(1);
