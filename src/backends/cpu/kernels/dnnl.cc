@@ -1504,19 +1504,7 @@ Status IntConvKernel::compute(KernelContext& ctx) const {
   if (f32) {
     BH_ASSIGN_OR_RETURN(xf, ctx.allocate_scratch(DataType::kFloat32, x->shape()));
     BH_ASSIGN_OR_RETURN(sums_f, ctx.allocate_scratch(DataType::kFloat32, out));
-    float* xp = xf.data<float>();
-    const float z = static_cast<float>(zx);
-    if (x->dtype() == DataType::kUInt8) {
-      const uint8_t* in = x->data<uint8_t>();
-      parallel_for(ctx.threads(), x->numel(), 1 << 14, [&](int64_t b, int64_t e) {
-        for (int64_t i = b; i < e; ++i) xp[i] = static_cast<float>(in[i]) - z;
-      });
-    } else {
-      const int8_t* in = x->data<int8_t>();
-      parallel_for(ctx.threads(), x->numel(), 1 << 14, [&](int64_t b, int64_t e) {
-        for (int64_t i = b; i < e; ++i) xp[i] = static_cast<float>(in[i]) - z;
-      });
-    }
+    shifted_to_float(*x, static_cast<int32_t>(zx), xf.data<float>(), ctx.threads());
   }
   CallScratch sc{ctx, {}};
   try {
@@ -1561,13 +1549,7 @@ Status IntConvKernel::compute(KernelContext& ctx) const {
   } catch (const dnnl::error& e) {
     return internal_error(ctx.where() + "oneDNN failed: " + e.what());
   }
-  if (f32) {
-    const float* in = sums_f.data<float>();
-    int32_t* o = dst_t.data<int32_t>();
-    parallel_for(ctx.threads(), dst_t.numel(), 1 << 14, [&](int64_t b, int64_t e) {
-      for (int64_t i = b; i < e; ++i) o[i] = static_cast<int32_t>(in[i]);
-    });
-  }
+  if (f32) float_sums_to_int32(sums_f.data<float>(), dst_t.data<int32_t>(), dst_t.numel(), ctx.threads());
   if (sums.defined()) {
     const int32_t* acc = sums.data<int32_t>();
     const int64_t osz = y.numel() / (x->dim(0) * M);
@@ -1641,12 +1623,7 @@ Result<std::unique_ptr<Kernel>> make_int_conv(const KernelInfo& info, bool qline
   if (info.shared && w_s8.defined()) w_s8 = info.shared->intern(w_s8);
   try {
     dnnl::engine eng(dnnl::engine::kind::cpu, 0);
-    Tensor w_f32;
-    if (w_s8.defined() && !int8_sums_exact(true, w_max)) {
-      w_f32 = Tensor::host(DataType::kFloat32, w_s8.shape());
-      for (int64_t i = 0; i < w_s8.numel(); ++i) w_f32.data<float>()[i] = w_s8.data<int8_t>()[i];
-      if (info.shared) w_f32 = info.shared->intern(w_f32);
-    }
+    Tensor w_f32 = float_weights(w_s8, w_max, info.shared.get());
     auto k = std::make_unique<IntConvKernel>(std::move(a), qlinear, std::move(w_s8), w_max, std::move(fixed), std::move(eng));
     k->set_float_weights(std::move(w_f32));
     k->share_with(info.shared);

@@ -18,4 +18,15 @@ Result<std::unique_ptr<Kernel>> make_int8_matmul(const KernelInfo& info, bool ql
 // then `*out` holds them and `*most` the largest magnitude. Nothing is set otherwise.
 void shift_to_int8(const Tensor& w, const Tensor* zp, const std::function<int64_t(int64_t)>& zp_index, Tensor* out, int* most);
 
+// The fp32 path of the int8 Conv and MatMul kernels, where oneDNN's int8 sums are not exact
+// (int8_sums_exact, dnnl_common.h): the same integers as float32, whose sums are exact
+// below 2^24.
+// - float_weights: `w_s8` (shift_to_int8's, max magnitude `w_max`) as float32, interned in
+//   `shared` when given; undefined when w_s8 is, or when the int8 sums are exact for it.
+// - shifted_to_float: x - z for a uint8 or int8 `x`, into `out` (x.numel() floats).
+// - float_sums_to_int32: sums that are exact integers, as int32.
+Tensor float_weights(const Tensor& w_s8, int w_max, SharedConstants* shared);
+void shifted_to_float(const Tensor& x, int32_t z, float* out, int threads);
+void float_sums_to_int32(const float* in, int32_t* out, int64_t n, int threads);
+
 }  // namespace bulkhead::cpu

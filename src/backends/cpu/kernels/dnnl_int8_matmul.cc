@@ -171,15 +171,7 @@ Status Int8MatMulKernel::compute(KernelContext& ctx) const {
   if (f32) {
     BH_ASSIGN_OR_RETURN(af, ctx.allocate_scratch(DataType::kFloat32, A->shape()));
     BH_ASSIGN_OR_RETURN(sums_f, ctx.allocate_scratch(DataType::kFloat32, out));
-    float* ap = af.data<float>();
-    const float z = static_cast<float>(za);
-    if (A->dtype() == DataType::kUInt8) {
-      const uint8_t* in = A->data<uint8_t>();
-      for (int64_t i = 0; i < A->numel(); ++i) ap[i] = static_cast<float>(in[i]) - z;
-    } else {
-      const int8_t* in = A->data<int8_t>();
-      for (int64_t i = 0; i < A->numel(); ++i) ap[i] = static_cast<float>(in[i]) - z;
-    }
+    shifted_to_float(*A, za, af.data<float>(), ctx.threads());
   }
   CallScratch sc{ctx, {}};
   try {
@@ -201,11 +193,7 @@ Status Int8MatMulKernel::compute(KernelContext& ctx) const {
   } catch (const dnnl::error& e) {
     return internal_error(ctx.where() + "oneDNN failed: " + e.what());
   }
-  if (f32) {
-    const float* in = sums_f.data<float>();
-    int32_t* o = dst_t.data<int32_t>();
-    for (int64_t i = 0; i < dst_t.numel(); ++i) o[i] = static_cast<int32_t>(in[i]);
-  }
+  if (f32) float_sums_to_int32(sums_f.data<float>(), dst_t.data<int32_t>(), dst_t.numel(), ctx.threads());
   if (qlinear_) {
     const int32_t lo = yt == DataType::kUInt8 ? 0 : -128, hi = yt == DataType::kUInt8 ? 255 : 127;
     const float y_scale = float_at(*ys, 0);
@@ -247,6 +235,32 @@ void shift_to_int8(const Tensor& w, const Tensor* zp, const std::function<int64_
   *most = static_cast<int>(m);
 }
 
+Tensor float_weights(const Tensor& w_s8, int w_max, SharedConstants* shared) {
+  if (!w_s8.defined() || int8_sums_exact(true, w_max)) return Tensor();
+  Tensor w = Tensor::host(DataType::kFloat32, w_s8.shape());
+  const int8_t* in = w_s8.data<int8_t>();
+  float* out = w.data<float>();
+  for (int64_t i = 0; i < w_s8.numel(); ++i) out[i] = in[i];
+  return shared ? shared->intern(w) : w;
+}
+
+void shifted_to_float(const Tensor& x, int32_t z, float* out, int threads) {
+  const float zf = static_cast<float>(z);
+  auto shift = [&](const auto* in) {
+    parallel_for(threads, x.numel(), 1 << 14, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) out[i] = static_cast<float>(in[i]) - zf;
+    });
+  };
+  if (x.dtype() == DataType::kUInt8) shift(x.data<uint8_t>());
+  else shift(x.data<int8_t>());
+}
+
+void float_sums_to_int32(const float* in, int32_t* out, int64_t n, int threads) {
+  parallel_for(threads, n, 1 << 14, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) out[i] = static_cast<int32_t>(in[i]);
+  });
+}
+
 Result<std::unique_ptr<Kernel>> make_int8_matmul(const KernelInfo& info, bool qlinear, LambdaKernel::Fn reference) {
   const char* env = std::getenv("BULKHEAD_CPU_INT8");
   if (env && std::string(env) == "0") return make_kernel(std::move(reference));
@@ -268,12 +282,7 @@ Result<std::unique_ptr<Kernel>> make_int8_matmul(const KernelInfo& info, bool ql
   if (info.shared && b_s8.defined()) b_s8 = info.shared->intern(b_s8);
   try {
     dnnl::engine eng(dnnl::engine::kind::cpu, 0);
-    Tensor b_f32;
-    if (b_s8.defined() && !int8_sums_exact(true, b_max)) {
-      b_f32 = Tensor::host(DataType::kFloat32, b_s8.shape());
-      for (int64_t i = 0; i < b_s8.numel(); ++i) b_f32.data<float>()[i] = b_s8.data<int8_t>()[i];
-      if (info.shared) b_f32 = info.shared->intern(b_f32);
-    }
+    Tensor b_f32 = float_weights(b_s8, b_max, info.shared.get());
     auto k = std::make_unique<Int8MatMulKernel>(qlinear, std::move(b_s8), b_max, std::move(reference), std::move(eng));
     k->set_float_weights(std::move(b_f32));
     k->share_with(info.shared);
