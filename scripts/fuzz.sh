@@ -2,24 +2,31 @@
 # Builds the libFuzzer harnesses (fuzz/, clang with ASan+UBSan) in build-fuzz/, makes their
 # seed corpora from ../shared, and runs each for the time asked.
 #
-# usage: scripts/fuzz.sh [-t SECONDS] [-j JOBS] [HARNESS...]
+# usage: scripts/fuzz.sh [-t SECONDS] [-j JOBS] [-p N] [-b DIR] [HARNESS...]
 #   -t SECONDS  how long each harness runs (default 60)
 #   -j JOBS     libFuzzer worker processes per harness (default 1)
+#   -p N        harnesses run at once (default 1)
+#   -b DIR      the build folder (default build-fuzz; scripts/test.sh passes build-asan,
+#               the clang ASan+UBSan build its unit tests ran in)
 #   HARNESS     import, npy, protocol, options, model, image (default: all six)
 #
-# Corpora grow in build-fuzz/corpus/<harness>/ across runs; a crash, leak, timeout or
-# out-of-memory input is saved in build-fuzz/crashes/<harness>/ and the script exits 1.
+# Corpora grow in DIR/corpus/<harness>/ across runs; a crash, leak, timeout or
+# out-of-memory input is saved in DIR/crashes/<harness>/ and the script exits 1.
 # Prints the executions of each harness and their total.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 seconds=60
 jobs=1
-while getopts "t:j:h" opt; do
+at_once=1
+build=build-fuzz
+while getopts "t:j:p:b:h" opt; do
   case $opt in
     t) seconds=$OPTARG ;;
     j) jobs=$OPTARG ;;
-    h) sed -n '2,13p' "$0"; exit 0 ;;
+    p) at_once=$OPTARG ;;
+    b) build=$OPTARG ;;
+    h) sed -n '2,16p' "$0"; exit 0 ;;
     *) exit 2 ;;
   esac
 done
@@ -30,12 +37,14 @@ for h in "${harnesses[@]}"; do
   case $h in import|npy|protocol|options|model|image) ;; *) echo "fuzz: unknown harness '$h' (import, npy, protocol, options, model, image)" >&2; exit 2 ;; esac
 done
 [[ $seconds =~ ^[0-9]+$ ]] && [ "$seconds" -gt 0 ] || { echo "fuzz: -t wants a number of seconds, got '$seconds'" >&2; exit 2; }
+[[ $at_once =~ ^[0-9]+$ ]] && [ "$at_once" -gt 0 ] || { echo "fuzz: -p wants a number of harnesses, got '$at_once'" >&2; exit 2; }
+[[ $jobs =~ ^[0-9]+$ ]] && [ "$jobs" -gt 0 ] || { echo "fuzz: -j wants a number of processes, got '$jobs'" >&2; exit 2; }
+[[ -n $build && $build != -* ]] || { echo "fuzz: -b wants a build folder, got '$build'" >&2; exit 2; }
 
 shared=${BULKHEAD_SHARED:-$(cd .. && pwd)/shared}
 [ -d "$shared/onnx-backend-data" ] || { echo "fuzz: the shared test data folder '$shared' is missing (set BULKHEAD_SHARED)" >&2; exit 1; }
 command -v clang++ >/dev/null || { echo "fuzz: clang++ is missing (scripts/install-deps.sh installs it)" >&2; exit 1; }
 
-build=build-fuzz
 CC=clang CXX=clang++ cmake -S . -B $build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBULKHEAD_SANITIZE=fuzz >/dev/null
 cmake --build $build -j "$(nproc)" --target fuzzers
 
@@ -71,11 +80,9 @@ for o in "devices=cpu;threads=2" "devices=vulkan:0,cpu;submit_policy=auto:8M" "g
 done
 BULKHEAD_FUZZ_SEEDS="$seeds/protocol" $build/fuzz/protocol_fuzz >/dev/null 2>&1 || true
 
-total=0
-failed=0
-for h in "${harnesses[@]}"; do
-  corpus=$build/corpus/$h
-  crashes=$build/crashes/$h
+# fuzz_one HARNESS: runs it, its log in $build/fuzz-HARNESS.log, exit status in .rc.
+fuzz_one() {
+  local h=$1 corpus=$build/corpus/$1 crashes=$build/crashes/$1 args rc
   mkdir -p "$corpus" "$crashes"
   args=(-max_total_time="$seconds" -timeout=20 -rss_limit_mb=3072 -print_final_stats=1 -artifact_prefix="$crashes/")
   case $h in
@@ -86,24 +93,46 @@ for h in "${harnesses[@]}"; do
     options) args+=(-max_len=256) ;;
   esac
   [ "$jobs" -gt 1 ] && args+=(-fork="$jobs" -ignore_crashes=0)
-  log=$build/fuzz-$h.log
   set +e
   ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1 UBSAN_OPTIONS=print_stacktrace=1 \
-    "$build/fuzz/${h}_fuzz" "${args[@]}" "$corpus" "$seeds/$h" >"$log" 2>&1
+    "$build/fuzz/${h}_fuzz" "${args[@]}" "$corpus" "$seeds/$h" >"$build/fuzz-$h.log" 2>&1
   rc=$?
   set -e
+  echo $rc >"$build/fuzz-$h.rc"
+}
+
+# At most $at_once harnesses at a time; the results are reported in the order asked.
+running=0
+for h in "${harnesses[@]}"; do
+  rm -f "$build/fuzz-$h.rc"
+  if [ "$at_once" -gt 1 ]; then
+    if [ $running -ge "$at_once" ]; then wait -n || true; running=$((running - 1)); fi
+    fuzz_one "$h" &
+    running=$((running + 1))
+  else
+    fuzz_one "$h"
+  fi
+done
+wait
+
+total=0
+failed=0
+for h in "${harnesses[@]}"; do
+  crashes=$build/crashes/$h
+  log=$build/fuzz-$h.log
+  rc=$(cat "$build/fuzz-$h.rc" 2>/dev/null || echo 125)
   execs=$(awk -F: '/stat::number_of_executed_units/ {gsub(/ /, "", $2); n = $2} END {print n + 0}' "$log")
   if [ "$execs" = 0 ]; then  # no final statistics (a crash, or -fork): the last progress line
     execs=$(grep -oE '^#[0-9]+' "$log" | tail -n1 | tr -d '#')
     execs=${execs:-0}
   fi
   total=$((total + execs))
-  if [ $rc -ne 0 ]; then
+  if [ "$rc" -ne 0 ]; then
     failed=1
     echo "fuzz: $h: FAILED after $execs executions (exit $rc); inputs in $crashes, log $log:"
     grep -E 'ERROR: |SUMMARY: |Test unit written' "$log" | head -n 8
   else
-    printf 'fuzz: %-9s %12d executions in %ss, no crash (corpus %d inputs)\n' "$h" "$execs" "$seconds" "$(ls "$corpus" | wc -l)"
+    printf 'fuzz: %-9s %12d executions in %ss, no crash (corpus %d inputs)\n' "$h" "$execs" "$seconds" "$(ls "$build/corpus/$h" | wc -l)"
   fi
 done
 printf 'fuzz: %d executions in all\n' "$total"

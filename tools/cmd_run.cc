@@ -130,11 +130,14 @@ int run_cmd(const RunArgs& a) {
     std::string name, path;
     auto eq = spec.find('=');
     if (eq == std::string::npos) {
-      size_t required = 0;
-      for (auto& io : session->inputs()) required += io.is_tensor;
-      if (a.inputs.size() != 1 || session->inputs().empty())
+      // A bare FILE.npy names the model's input only where it has one tensor input.
+      const IoInfo* only = nullptr;
+      size_t tensors = 0;
+      for (auto& io : session->inputs())
+        if (io.is_tensor && tensors++ == 0) only = &io;
+      if (a.inputs.size() != 1 || tensors != 1)
         return fail(cmd, "bad --input '" + spec + "': expected NAME=FILE.npy", 2);
-      name = session->inputs()[0].name;
+      name = only->name;
       path = spec;
     } else {
       name = spec.substr(0, eq);

@@ -12,7 +12,7 @@ namespace {
 constexpr size_t kHuge = size_t{2} << 20;
 constexpr size_t kPage = 4096;
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#if defined(BULKHEAD_SANITIZE_ADDRESS) || defined(BULKHEAD_SANITIZE_THREAD)
 constexpr bool kEnabled = false;
 #else
 constexpr bool kEnabled = true;

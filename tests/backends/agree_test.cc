@@ -4,8 +4,15 @@
 // must have the same outcome — the same outputs within the case's tolerance, or an error
 // on both. (Before, a Vulkan Gather with an index out of range returned zeros where the
 // CPU reported the error.)
+//
+// Three light models are left to `ctest -L conformance-vulkan` (the whole suite on
+// lavapipe): VGG-19, ZFNet-512 and AlexNet take 113, 26 and 16 s there on 2 cores, two
+// thirds of this test's time, and are plain Conv/Relu/LRN/MaxPool/Gemm chains whose
+// operators the light models kept here (ResNet-50, DenseNet-121, the two Inceptions,
+// SqueezeNet, ShuffleNet) and the node cases run on Vulkan too.
 #include <chrono>
 #include <cstdio>
+#include <set>
 
 #include "backend/backend.h"
 #include "conformance/conformance.h"
@@ -76,10 +83,15 @@ TEST(BackendsAgree, OnEveryConformanceCase) {
   auto cases = conformance::discover(opts);
   ASSERT_TRUE(cases.is_ok()) << cases.status().to_string();
   ASSERT_GT(cases->size(), 1900u);
-  int agree = 0, both_errors = 0;
+  const std::set<std::string> left_out = {"light_vgg19", "light_zfnet512", "light_bvlc_alexnet"};
+  int agree = 0, both_errors = 0, skipped = 0;
   std::vector<std::string> differ;
   auto t0 = std::chrono::steady_clock::now();
   for (const auto& c : *cases) {
+    if (c.folder == "light" && left_out.count(c.name)) {
+      ++skipped;
+      continue;
+    }
     const std::string path = conformance::model_path(c);
     Outcome a = run_on(env, "cpu", path, "", &c, {});
     Outcome b = run_on(env, "vulkan,cpu", path, "", &c, {});
@@ -96,7 +108,9 @@ TEST(BackendsAgree, OnEveryConformanceCase) {
     }
   }
   double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  std::printf("%d of %zu cases agree (%d of them an error on both) in %.0f s\n", agree, cases->size(), both_errors, s);
+  EXPECT_EQ(skipped, 3) << "a light model left out is missing from the data";
+  std::printf("%d of %zu cases agree (%d of them an error on both; %d light models left to conformance_vulkan) in %.0f s\n",
+              agree, cases->size() - skipped, both_errors, skipped, s);
   std::string list;
   for (auto& d : differ) list += "  " + d.substr(0, 300) + "\n";
   EXPECT_TRUE(differ.empty()) << differ.size() << " cases disagree:\n" << list;

@@ -496,7 +496,7 @@ static void tensors(BhEnv* env) {
     int i;
     const char* devices[2] = {"cpu", "vulkan:0"};
     int d, n_devices = 2;
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(BULKHEAD_SANITIZE_ADDRESS)
     /* Under ASan the Vulkan driver (Mesa) is left out, as vulkan_test is from the ASan
      * stage: LeakSanitizer would judge the driver's allocations, not bulkhead's. */
     n_devices = 1;

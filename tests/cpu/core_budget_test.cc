@@ -98,7 +98,7 @@ Outcome run_on_new_thread(Session& s, const Tensor& x, std::shared_future<void> 
 }
 
 TEST(CoreBudget, ARunGrantedOneThreadRunsOnOneThreadWhateverRanBefore) {
-#if defined(__SANITIZE_THREAD__)
+#if defined(BULKHEAD_SANITIZE_THREAD)
   // libgomp is not built for TSan, so it cannot see a team's join: every write a worker
   // makes reads as a race with the caller's next use. This test counts threads; races in
   // the runtime are the business of concurrency_test, whose sessions run 1 thread.

@@ -80,12 +80,12 @@ inline std::string random_values_text(int64_t n, uint32_t seed, float lo, float 
 }
 
 // Sanitizer builds: slower, and ASan keeps freed memory (tests scale their work down).
-#if defined(__SANITIZE_THREAD__)
+#if defined(BULKHEAD_SANITIZE_THREAD)
 constexpr bool kTsan = true;
 #else
 constexpr bool kTsan = false;
 #endif
-#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+#if defined(BULKHEAD_SANITIZE_THREAD) || defined(BULKHEAD_SANITIZE_ADDRESS)
 constexpr bool kSanitized = true;
 #else
 constexpr bool kSanitized = false;

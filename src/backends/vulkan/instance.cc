@@ -6,7 +6,7 @@
 #include <set>
 #include <string>
 
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(BULKHEAD_SANITIZE_ADDRESS)
 #include <dlfcn.h>
 #include <link.h>
 #endif
@@ -33,7 +33,7 @@ bool has_layer(const char* name) {
   return false;
 }
 
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(BULKHEAD_SANITIZE_ADDRESS)
 // LeakSanitizer cannot see pointers held in the globals of a library that was unloaded
 // before the process exits: the Vulkan loader unloads the driver at vkDestroyInstance, and
 // Mesa 22.3's lavapipe on an AVX2 CPU keeps a 128-byte realloc'd buffer in such a global,
