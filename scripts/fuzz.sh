@@ -105,13 +105,9 @@ fuzz_one() {
 running=0
 for h in "${harnesses[@]}"; do
   rm -f "$build/fuzz-$h.rc"
-  if [ "$at_once" -gt 1 ]; then
-    if [ $running -ge "$at_once" ]; then wait -n || true; running=$((running - 1)); fi
-    fuzz_one "$h" &
-    running=$((running + 1))
-  else
-    fuzz_one "$h"
-  fi
+  if [ $running -ge "$at_once" ]; then wait -n || true; running=$((running - 1)); fi
+  fuzz_one "$h" &
+  running=$((running + 1))
 done
 wait
 
