@@ -3,7 +3,7 @@
 #
 #   bench/bench.sh [--models all|a,b] [--threads 1,2] [--rounds R] [--runs auto|N] [--warmup 2] [--no-build]
 #                  [--sessions 1,4,8|none] [--sessions-model light_resnet50]
-#                  [--busy none|a,b] [--busy-threads 2]
+#                  [--busy none|a,b] [--busy-threads 2] [--bf16 none|all|a,b] [--int8 none|a,b]
 #
 # Models (default all twelve): the nine ONNX backend "light" models (light_bvlc_alexnet,
 # light_densenet121, light_inception_v1, light_inception_v2, light_resnet50,
@@ -16,6 +16,10 @@
 # Runtime (ort_sessions.js), 1 thread; "none" skips it.
 # --busy: the listed models again at --busy-threads threads, quiet and while another
 # process keeps one core busy (a busy loop), both tools; default none.
+# --bf16: the listed models ("all" = those of --models) at --threads: bulkhead
+# --precision bf16 against bulkhead fp32 and ORT fp32, and bf16's outputs against fp32's.
+# --int8: the listed models quantised by `bulkhead quantize` (QDQ, into bench/out/qdq/),
+# bulkhead against ORT on that file; a model quantize refuses is noted. Both default none.
 #
 # What it sets up, as needed (apt-get needs root; elsewhere install by hand):
 #   - node + npm: Debian's `nodejs` and `npm` packages when `node` is missing. Debian 12
@@ -46,9 +50,11 @@ sessions=1,4,8
 sessions_model=light_resnet50
 busy=none
 busy_threads=2
+bf16=none
+int8=none
 
 usage() {
-  sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//' >&2
+  sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//' >&2
   exit 2
 }
 need_value() { [ $# -ge 2 ] && [ -n "$2" ] || { echo "bench: $1 needs a value" >&2; exit 2; }; }
@@ -64,6 +70,8 @@ while [ $# -gt 0 ]; do
     --sessions-model) need_value "$@"; sessions_model=$2; shift 2 ;;
     --busy) need_value "$@"; busy=$2; shift 2 ;;
     --busy-threads) need_value "$@"; busy_threads=$2; shift 2 ;;
+    --bf16) need_value "$@"; bf16=$2; shift 2 ;;
+    --int8) need_value "$@"; int8=$2; shift 2 ;;
     -h|--help) usage ;;
     *) echo "bench: unknown argument '$1'" >&2; usage ;;
   esac
@@ -77,11 +85,16 @@ done
 [ "$models" = all ] && models=$all_models
 known_models=" ${all_models//,/ } "
 [[ $busy == none || $busy =~ ^[A-Za-z0-9_]+(,[A-Za-z0-9_]+)*$ ]] || { echo "bench: --busy must look like a,b or be none, got '$busy'" >&2; exit 2; }
-if [ "$busy" != none ]; then
-  for m in ${busy//,/ }; do
-    [[ $known_models == *" $m "* ]] || { echo "bench: unknown --busy model '$m' (known:$known_models)" >&2; exit 2; }
+[[ $bf16 == none || $bf16 == all || $bf16 =~ ^[A-Za-z0-9_]+(,[A-Za-z0-9_]+)*$ ]] || { echo "bench: --bf16 must look like a,b or be all or none, got '$bf16'" >&2; exit 2; }
+[[ $int8 == none || $int8 =~ ^[A-Za-z0-9_]+(,[A-Za-z0-9_]+)*$ ]] || { echo "bench: --int8 must look like a,b or be none, got '$int8'" >&2; exit 2; }
+[ "$bf16" = all ] && bf16=$models
+for opt in busy bf16 int8; do
+  list=${!opt}
+  [ "$list" = none ] && continue
+  for m in ${list//,/ }; do
+    [[ $known_models == *" $m "* ]] || { echo "bench: unknown --$opt model '$m' (known:$known_models)" >&2; exit 2; }
   done
-fi
+done
 [[ $models =~ ^[A-Za-z0-9_]+(,[A-Za-z0-9_]+)*$ ]] || { echo "bench: --models must look like a,b, got '$models'" >&2; exit 2; }
 for m in ${models//,/ }; do
   [[ $known_models == *" $m "* ]] || { echo "bench: unknown model '$m' (known:$known_models)" >&2; exit 2; }
@@ -183,5 +196,5 @@ cd "$here"
 exec node "$here/run_bench.js" --bulkhead "$bin" --shared "$shared" --out "$here/out" \
   --models "$models" --threads "$threads" --rounds "$rounds" --runs "$runs" --warmup "$warmup" \
   --sessions "$sessions" --sessions-model "$sessions_model" --sessions-bench "$sessions_bin" \
-  --busy "$busy" --busy-threads "$busy_threads" \
+  --busy "$busy" --busy-threads "$busy_threads" --bf16 "$bf16" --int8 "$int8" \
   ${time_bin:+--time "$time_bin"}

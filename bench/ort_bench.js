@@ -3,7 +3,7 @@
 // Times one model in ONNX Runtime (onnxruntime-node, CPU execution provider) — the peer
 // that bench.sh runs side by side with `bulkhead run`.
 //
-//   node ort_bench.js MODEL.onnx -i NAME=FILE.npy [-i ...] [-t THREADS] [-r RUNS] [-w WARMUP]
+//   node ort_bench.js MODEL.onnx -i NAME=FILE.npy [-i ...] [-t THREADS] [-r RUNS] [-w WARMUP] [--out DIR]
 //
 // Session: intraOpNumThreads = interOpNumThreads = THREADS, graphOptimizationLevel 'all',
 // executionProviders ['cpu']. Runs WARMUP untimed runs, then RUNS timed ones (each timed
@@ -11,19 +11,22 @@
 //   {"median_ms", "min_ms", "create_ms", "peak_rss_mb", "runs", "warmup", "threads", "ort_version"}
 // create_ms is the wall time of InferenceSession.create (load + optimise); peak_rss_mb is
 // process.resourceUsage().maxRSS (KiB) / 1024 at the end, i.e. the whole node process,
-// V8 and the ORT library included.
+// V8 and the ORT library included. --out DIR also writes each output of the last timed run
+// as DIR/NAME.npy (NAME made file-safe the way `bulkhead run -o` does it), before the JSON
+// line, which stays the last line of stdout.
 
+const fs = require('fs');
 const path = require('path');
-const { readNpy } = require('./npy');
+const { readNpy, writeNpy } = require('./npy');
 
 function usage(msg) {
   if (msg) process.stderr.write(`ort_bench: ${msg}\n`);
-  process.stderr.write('usage: node ort_bench.js MODEL.onnx -i NAME=FILE.npy [-i ...] [-t THREADS] [-r RUNS] [-w WARMUP]\n');
+  process.stderr.write('usage: node ort_bench.js MODEL.onnx -i NAME=FILE.npy [-i ...] [-t THREADS] [-r RUNS] [-w WARMUP] [--out DIR]\n');
   process.exit(2);
 }
 
 function parseArgs(argv) {
-  const a = { model: null, inputs: [], threads: 1, runs: 20, warmup: 2 };
+  const a = { model: null, inputs: [], threads: 1, runs: 20, warmup: 2, out: null };
   for (let i = 0; i < argv.length; ++i) {
     const k = argv[i];
     const next = () => {
@@ -39,6 +42,7 @@ function parseArgs(argv) {
     else if (k === '-t' || k === '--threads') a.threads = int(next(), 1);
     else if (k === '-r' || k === '--runs') a.runs = int(next(), 1);
     else if (k === '-w' || k === '--warmup') a.warmup = int(next(), 0);
+    else if (k === '--out') a.out = next();
     else if (k === '-h' || k === '--help') usage();
     else if (k.startsWith('-')) usage(`unknown option ${k}`);
     else if (a.model === null) a.model = k;
@@ -46,6 +50,15 @@ function parseArgs(argv) {
   }
   if (!a.model) usage('no model given');
   return a;
+}
+
+// The file name `bulkhead run -o` gives an output (io::safe_file_name): every byte of the
+// UTF-8 name other than [A-Za-z0-9._-] becomes '_', and a leading '_' where the name is
+// empty or starts with '.'.
+function safeFileName(name) {
+  let s = '';
+  for (const c of Buffer.from(name, 'utf8')) s += /[A-Za-z0-9._-]/.test(String.fromCharCode(c)) ? String.fromCharCode(c) : '_';
+  return s === '' || s[0] === '.' ? `_${s}` : s;
 }
 
 function median(xs) {
@@ -92,12 +105,21 @@ async function main() {
 
   for (let i = 0; i < a.warmup; ++i) await session.run(feeds);
   const ms = [];
+  let outputs = null;
   for (let i = 0; i < a.runs; ++i) {
     const s = process.hrtime.bigint();
-    await session.run(feeds);
+    const o = await session.run(feeds);
     ms.push(Number(process.hrtime.bigint() - s) / 1e6);
+    if (a.out) outputs = o; // kept only when asked for: without --out nothing outlives its run
   }
   const peakRssMb = process.resourceUsage().maxRSS / 1024;
+  if (a.out) {
+    fs.mkdirSync(a.out, { recursive: true });
+    for (const name of session.outputNames) {
+      const t = outputs[name];
+      writeNpy(path.join(a.out, `${safeFileName(name)}.npy`), t.type, t.dims, t.data);
+    }
+  }
   await session.release();
   const r3 = (x) => Math.round(x * 1000) / 1000;
   console.log(JSON.stringify({

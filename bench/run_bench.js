@@ -7,6 +7,8 @@
 //
 //   node run_bench.js --bulkhead BIN --shared DIR --out DIR --models a,b|all --threads 1,2
 //                     --rounds R --runs N|auto --warmup W [--time /usr/bin/time]
+//                     [--sessions 1,4,8|none --sessions-model M --sessions-bench BIN]
+//                     [--busy none|a,b --busy-threads T] [--bf16 none|all|a,b] [--int8 none|a,b]
 //
 // Each (model, threads) pair gets R rounds; a round is one bulkhead process and one ORT
 // process (N timed runs each after W warm-up runs), and the order within a round flips
@@ -17,6 +19,8 @@ const fs = require('fs');
 const os = require('os');
 const path = require('path');
 const { spawn, spawnSync } = require('child_process');
+
+const { compareDirs } = require('./compare_npy');
 
 const HERE = __dirname;
 
@@ -70,6 +74,8 @@ function parseArgs(argv) {
   a.busy = !a.busy || a.busy === 'none' ? [] : a.busy.split(',').filter(Boolean);
   a['busy-threads'] = Number(a['busy-threads'] || 2);
   a.models = a.models === 'all' ? MODELS.map((m) => m[0]) : a.models.split(',').filter(Boolean);
+  a.bf16 = !a.bf16 || a.bf16 === 'none' ? [] : a.bf16 === 'all' ? a.models : a.bf16.split(',').filter(Boolean);
+  a.int8 = !a.int8 || a.int8 === 'none' ? [] : a.int8.split(',').filter(Boolean);
   a.threads = a.threads.split(',').filter(Boolean).map(Number);
   a.rounds = Number(a.rounds);
   a.runs = a.runs === 'auto' ? 'auto' : Number(a.runs);
@@ -129,21 +135,27 @@ function prepareInputs(name, spec, outDir) {
 
 const runsFor = (a, spec) => (a.runs === 'auto' ? spec.runs : a.runs);
 
-function runBulkhead(a, spec, inputs, threads) {
+// One `bulkhead run` process. opts: args (extra arguments, e.g. ['--precision', 'bf16'] or
+// ['-o', DIR]), runs and warmup (default: the model's and --warmup), quiet (default true;
+// without -q the result also carries `precision_line`, the "precision ..." line that
+// `bulkhead run` prints when a precision other than fp32 was asked for).
+function runBulkhead(a, spec, inputs, threads, { args = [], runs = runsFor(a, spec), warmup = a.warmup, quiet = true } = {}) {
   const argv = [a.bulkhead, 'run', spec.model, ...inputs.flatMap((i) => ['-i', i]),
-    '-t', String(threads), '-r', String(runsFor(a, spec)), '--warmup', String(a.warmup), '-q'];
+    '-t', String(threads), '-r', String(runs), '--warmup', String(warmup), ...(quiet ? ['-q'] : []), ...args];
   const r = runMeasured(argv, a.time, 30 * 60 * 1000);
   const m = /latency over \d+ run\(s\): median ([\d.]+) ms\s+min ([\d.]+) ms/.exec(r.stdout);
   const c = /session created in ([\d.]+) ms/.exec(r.stdout);
+  const p = /^ *(precision \S+ \(\d+ nodes compute in bf16\).*)$/m.exec(r.stdout);
   if (r.status !== 0 || !m)
     return { ok: false, error: lastLine(r.stderr) || lastLine(r.stdout) || `exit ${r.status}`, peak_rss_mb: r.rss_mb, wall_s: r.wall_s };
   return { ok: true, median_ms: Number(m[1]), min_ms: Number(m[2]), create_ms: c ? Number(c[1]) : null,
-    peak_rss_mb: r.rss_mb, wall_s: r.wall_s };
+    peak_rss_mb: r.rss_mb, wall_s: r.wall_s, ...(p ? { precision_line: p[1] } : {}) };
 }
 
-function runOrt(a, spec, inputs, threads) {
+// One ort_bench.js process; opts as for runBulkhead (args: e.g. ['--out', DIR]).
+function runOrt(a, spec, inputs, threads, { args = [], runs = runsFor(a, spec), warmup = a.warmup } = {}) {
   const argv = [process.execPath, path.join(HERE, 'ort_bench.js'), spec.model, ...inputs.flatMap((i) => ['-i', i]),
-    '-t', String(threads), '-r', String(runsFor(a, spec)), '-w', String(a.warmup)];
+    '-t', String(threads), '-r', String(runs), '-w', String(warmup), ...args];
   const r = runMeasured(argv, a.time, 30 * 60 * 1000);
   let j = null;
   try { j = JSON.parse(lastLine(r.stdout)); } catch (_) { /* reported below */ }
@@ -359,10 +371,143 @@ function measureBusy(a, table, rawPath) {
       'measurement, so one of the two cores is shared' };
 }
 
+const ratioOf = (x, y) => (x && y && x.ok && y.ok ? x.median_ms / y.median_ms : null);
+
+// R rounds of the given tools ({key: () => result of runBulkhead/runOrt}), in the listed order
+// in even rounds and reversed in odd ones (as the main loop alternates); each process gets a
+// raw.jsonl line and a progress line. Returns {key: summarize(rounds)}.
+function measureRounds(a, rawPath, tag, tools) {
+  const keys = Object.keys(tools);
+  const got = Object.fromEntries(keys.map((k) => [k, []]));
+  for (let round = 0; round < a.rounds; ++round) {
+    for (const k of round % 2 === 0 ? keys : [...keys].reverse()) {
+      const r = tools[k]();
+      got[k].push(r);
+      fs.appendFileSync(rawPath, JSON.stringify({ ...tag, round, tool: k, load1: os.loadavg()[0], ...r }) + '\n');
+      console.log(`  ${tag.section} ${tag.model} t=${tag.threads} round ${round + 1}/${a.rounds} ${pad(k, 13, true)} ` +
+        (r.ok ? `median ${r.median_ms.toFixed(3)} ms` : `FAILED: ${r.error}`));
+    }
+  }
+  return Object.fromEntries(keys.map((k) => [k, summarize(got[k])]));
+}
+
+// "precision bf16 (64 nodes compute in bf16)" -> "bf16 (64 nodes)"; "precision fp32 (0 nodes
+// compute in bf16): this CPU (...) has no bf16 units (AMX or AVX512-BF16)" -> "fp32: no bf16 units".
+function precisionShort(line) {
+  const m = /^precision (\S+) \((\d+) nodes compute in bf16\)(?::\s*(.*))?$/.exec(line || '');
+  if (!m) return line || '-';
+  if (m[1] === 'bf16') return `bf16 (${m[2]} nodes)`;
+  return `${m[1]}: ${/no bf16 units/.test(m[3] || '') ? 'no bf16 units' : m[3] || '?'}`;
+}
+
+// bf16 against fp32: each model at each thread count, rounds of bulkhead --precision bf16,
+// bulkhead fp32 and ORT fp32; and once per model (1 thread, one run) the outputs of bf16
+// against fp32, with the "precision ..." line that says whether bf16 was used at all.
+function measureBf16(a, table, rawPath) {
+  const rows = [];
+  const bf16 = ['--precision', 'bf16'];
+  for (const name of a.bf16) {
+    const spec = table[name];
+    const inputs = prepareInputs(name, spec, a.out);
+    const dirs = { fp32: path.join(a.out, 'bf16', name, 'fp32'), bf16: path.join(a.out, 'bf16', name, 'bf16') };
+    const once = {};
+    for (const prec of ['fp32', 'bf16']) {
+      fs.rmSync(dirs[prec], { recursive: true, force: true });
+      once[prec] = runBulkhead(a, spec, inputs, 1,
+        { args: [...(prec === 'bf16' ? bf16 : []), '-o', dirs[prec]], runs: 1, warmup: 0, quiet: false });
+    }
+    const failed = ['fp32', 'bf16'].find((p) => !once[p].ok);
+    const outputsError = failed ? `bulkhead ${failed} -o run: ${once[failed].error}` : null;
+    const outputs = failed ? [] : compareDirs(dirs.fp32, dirs.bf16);
+    const precisionLine = once.bf16.precision_line || null;
+    console.log(`  bf16 ${name}: ${precisionLine || 'no precision line'}` +
+      (failed ? `; outputs FAILED: ${outputsError}` : outputs.map((o) => `; ${o.name}: ${o.error ||
+        `cosine ${o.cosine.toFixed(6)}, max abs ${absText(o.max_abs)}`}`).join('')));
+    for (const threads of a.threads) {
+      const s = measureRounds(a, rawPath, { section: 'bf16', model: name, threads }, {
+        bulkhead_bf16: () => runBulkhead(a, spec, inputs, threads, { args: bf16 }),
+        bulkhead_fp32: () => runBulkhead(a, spec, inputs, threads),
+        ort: () => runOrt(a, spec, inputs, threads),
+      });
+      rows.push({ model: name, threads, runs: runsFor(a, spec), ...s,
+        ratio_bf16_ort: ratioOf(s.bulkhead_bf16, s.ort), ratio_bf16_fp32: ratioOf(s.bulkhead_bf16, s.bulkhead_fp32),
+        precision_line: precisionLine, outputs, ...(outputsError ? { outputs_error: outputsError } : {}) });
+    }
+  }
+  return { rows,
+    method: 'median over rounds of per-process medians; bulkhead bf16 = `bulkhead run --precision bf16`, fp32 = without; ' +
+      'ORT fp32 (onnxruntime-node has no bf16 path on x86); outputs: one run each of fp32 and bf16 at 1 thread, ' +
+      'cosine similarity and largest absolute difference of bf16 against fp32 per output; precision_line: what ' +
+      '`bulkhead run --precision bf16` printed (fp32 where the CPU has no bf16 units)' };
+}
+
+// int8: each model quantised by `bulkhead quantize MODEL OUT/qdq/NAME.onnx --calibrate
+// <its input folder>` and the QDQ file timed in both tools; once per model (1 thread, one
+// run) bulkhead's outputs against ORT's on it. A refused quantisation (e.g. opset < 10) is a
+// row with threads null and quantize.error.
+function measureInt8(a, table, rawPath, results) {
+  const rows = [];
+  const qdqDir = path.join(a.out, 'qdq');
+  fs.mkdirSync(qdqDir, { recursive: true });
+  for (const name of a.int8) {
+    const spec = table[name];
+    const inputs = prepareInputs(name, spec, a.out);
+    const qdq = path.join(qdqDir, `${name}.onnx`);
+    fs.rmSync(qdq, { force: true });
+    // Calibrate on the folder holding the inputs the model is timed with (reference or generated).
+    const calib = path.dirname(inputs[0].slice(inputs[0].indexOf('=') + 1));
+    const q = runMeasured([a.bulkhead, 'quantize', spec.model, qdq, '--calibrate', calib], null, 30 * 60 * 1000);
+    const quantize = q.status === 0 && fs.existsSync(qdq)
+      ? { ok: true, calibrate: calib, wall_s: q.wall_s }
+      : { ok: false, calibrate: calib, error: lastLine(q.stderr) || lastLine(q.stdout) || `exit ${q.status}`,
+        crashed: q.status !== 1, wall_s: q.wall_s }; // exit 1 with a message: refused; anything else is a bulkhead failure
+    console.log(`  int8 ${name}: quantize ${quantize.ok ? `wrote ${qdq} in ${q.wall_s.toFixed(1)} s`
+      : `${quantize.crashed ? 'FAILED' : 'refused'}: ${quantize.error}`}`);
+    if (!quantize.ok) {
+      rows.push({ model: name, threads: null, qdq: null, quantize, outputs: [] });
+      continue;
+    }
+    const qspec = { ...spec, model: qdq };
+    const dirs = { bulkhead: path.join(a.out, 'int8', name, 'bulkhead'), ort: path.join(a.out, 'int8', name, 'ort') };
+    for (const d of Object.values(dirs)) fs.rmSync(d, { recursive: true, force: true });
+    const ob = runBulkhead(a, qspec, inputs, 1, { args: ['-o', dirs.bulkhead], runs: 1, warmup: 0 });
+    const oo = runOrt(a, qspec, inputs, 1, { args: ['--out', dirs.ort], runs: 1, warmup: 0 });
+    const outputsError = !ob.ok ? `bulkhead -o run: ${ob.error}` : !oo.ok ? `ORT --out run: ${oo.error}` : null;
+    const outputs = outputsError ? [] : compareDirs(dirs.ort, dirs.bulkhead);
+    console.log(`  int8 ${name}: bulkhead against ORT on the QDQ model` +
+      (outputsError ? `: FAILED: ${outputsError}` : outputs.map((o) => `; ${o.name}: ${o.error ||
+        `cosine ${o.cosine.toFixed(6)}, max abs ${absText(o.max_abs)}`}`).join('')));
+    for (const threads of a.threads) {
+      const s = measureRounds(a, rawPath, { section: 'int8', model: name, threads }, {
+        bulkhead_int8: () => runBulkhead(a, qspec, inputs, threads),
+        ort_int8: () => runOrt(a, qspec, inputs, threads),
+      });
+      const main = results.find((r) => r.model === name && r.threads === threads);
+      rows.push({ model: name, threads, runs: runsFor(a, spec), qdq, quantize, ...s,
+        ratio_int8_ort: ratioOf(s.bulkhead_int8, s.ort_int8),
+        bulkhead_fp32: main ? main.bulkhead : null, ratio_int8_fp32: main ? ratioOf(s.bulkhead_int8, main.bulkhead) : null,
+        outputs, ...(outputsError ? { outputs_error: outputsError } : {}) });
+    }
+  }
+  return { rows,
+    method: 'QDQ model from `bulkhead quantize MODEL OUT --calibrate DIR` (DIR: the folder of the inputs it is timed ' +
+      'with), timed in both tools on the same file; median over rounds of per-process medians; bulkhead_fp32: the ' +
+      'main table\'s figure for the float model (null when that model/threads was not in it); outputs: one run each ' +
+      'at 1 thread, bulkhead against ORT, cosine similarity and largest absolute difference per output' };
+}
+
+const absText = (x) => (x === null || x === undefined ? '-' : x === 0 ? '0' : x.toPrecision(3));
+
+// Worst over outputs: the smallest cosine and the largest max_abs; '-' when none compared.
+function worstOutputs(outputs) {
+  const ok = (outputs || []).filter((o) => !o.error);
+  return { cosine: ok.length ? Math.min(...ok.map((o) => o.cosine)) : null, max_abs: ok.length ? Math.max(...ok.map((o) => o.max_abs)) : null };
+}
+
 function main() {
   const a = parseArgs(process.argv.slice(2));
   const table = modelTable(a.shared);
-  for (const m of [...a.models, ...a.busy]) {
+  for (const m of [...a.models, ...a.busy, ...a.bf16, ...a.int8]) {
     if (!table[m]) die(`unknown model '${m}' (known: ${Object.keys(table).join(', ')})`);
     if (!fs.existsSync(table[m].model)) die(`${m}: model file missing: ${table[m].model}`);
   }
@@ -420,6 +565,8 @@ function main() {
   }
   const sessions = a.sessions.length && a['sessions-bench'] ? measureSessions(a, table, a.out) : null;
   const busy = a.busy.length ? measureBusy(a, table, rawPath) : null;
+  const bf16 = a.bf16.length ? measureBf16(a, table, rawPath) : null;
+  const int8 = a.int8.length ? measureInt8(a, table, rawPath, results) : null;
   meta.loadavg_end = os.loadavg().map((x) => Math.round(x * 100) / 100);
   meta.wall_s = Math.round((Date.now() - started) / 100) / 10;
   const gm = geomeans(results, a.threads);
@@ -481,18 +628,71 @@ function main() {
       console.log(bline([r.model, m(r.quiet_bulkhead), m(r.busy_bulkhead), f(r.bulkhead_slowdown, 2), m(r.quiet_ort), m(r.busy_ort),
         f(r.ort_slowdown, 2), f(r.busy_ratio, 2)]));
   }
+  const ms = (x) => (!x ? '-' : x.ok ? f(x.median_ms, x.median_ms < 1 ? 3 : 2) : 'FAILED');
+  // Notes for a section: each summary's error (a failed or partly failed tool), and outputs_error.
+  const sectionNotes = (section, rows, keys) => {
+    for (const r of rows) {
+      for (const k of keys)
+        if (r[k] && r[k].error) console.log(`note: ${section} ${r.model} t=${r.threads} ${k}` +
+          `${r[k].ok ? ` (${r[k].rounds_ok}/${a.rounds} rounds ok)` : ''}: ${r[k].error}`);
+      if (r.outputs_error && r.threads === a.threads[0]) console.log(`note: ${section} ${r.model} outputs: ${r.outputs_error}`);
+      if (r.threads === a.threads[0])
+        for (const o of r.outputs || []) if (o.error || o.nan_mismatch) console.log(`note: ${section} ${r.model} output ${o.name}: ${o.error || `${o.nan_mismatch} NaN(s) on one side only`}`);
+    }
+  };
+  if (bf16) {
+    console.log('');
+    console.log('bf16: bulkhead --precision bf16 against fp32 and ORT fp32 (median ms); outputs of bf16 against fp32, worst over outputs:');
+    const c = [['model', 18, true], ['threads', 7], ['bh bf16', 9], ['bh fp32', 9], ['ORT fp32', 9], ['bf16/ORT', 8],
+      ['bf16/fp32', 9], ['cosine', 9], ['max abs', 9], ['precision', 9, true]];
+    const l = (vals) => c.map(([, w, left], i) => pad(vals[i], w, left)).join('  ').trimEnd();
+    console.log(l(c.map((x) => x[0])));
+    console.log(l(c.map(([, w]) => '-'.repeat(w))));
+    for (const r of bf16.rows) {
+      const w = worstOutputs(r.outputs);
+      console.log(l([r.model, r.threads, ms(r.bulkhead_bf16), ms(r.bulkhead_fp32), ms(r.ort), f(r.ratio_bf16_ort, 2),
+        f(r.ratio_bf16_fp32, 2), f(w.cosine, 6), absText(w.max_abs), precisionShort(r.precision_line)]));
+    }
+    sectionNotes('bf16', bf16.rows, ['bulkhead_bf16', 'bulkhead_fp32', 'ort']);
+  }
+  if (int8) {
+    console.log('');
+    console.log('int8: QDQ models from `bulkhead quantize`, both tools on the same file (median ms); bh fp32: the float model, ' +
+      'main table; outputs: bulkhead against ORT, worst over outputs:');
+    const c = [['model', 18, true], ['threads', 7], ['bh int8', 9], ['ORT int8', 9], ['bh/ORT', 7], ['bh fp32', 9],
+      ['int8/fp32', 9], ['cosine', 9], ['max abs', 9]];
+    const l = (vals) => c.map(([, w, left], i) => pad(vals[i], w, left)).join('  ').trimEnd();
+    console.log(l(c.map((x) => x[0])));
+    console.log(l(c.map(([, w]) => '-'.repeat(w))));
+    for (const r of int8.rows) {
+      if (!r.quantize.ok) {
+        console.log(l([r.model, '-', 'not quantized', '', '', '', '', '', '']));
+        continue;
+      }
+      const w = worstOutputs(r.outputs);
+      console.log(l([r.model, r.threads, ms(r.bulkhead_int8), ms(r.ort_int8), f(r.ratio_int8_ort, 2), ms(r.bulkhead_fp32),
+        f(r.ratio_int8_fp32, 2), f(w.cosine, 6), absText(w.max_abs)]));
+    }
+    for (const r of int8.rows)
+      if (!r.quantize.ok) console.log(`note: int8 ${r.model}: quantize ${r.quantize.crashed ? 'FAILED' : 'refused'}: ${r.quantize.error}`);
+    sectionNotes('int8', int8.rows.filter((r) => r.quantize.ok), ['bulkhead_int8', 'ort_int8']);
+  }
   const busiest = Math.max(meta.loadavg_start[0], meta.loadavg_end[0]);
   if (busiest > meta.cores / 2)
     console.log(`warning: the machine was busy (1-minute load up to ${busiest} on ${meta.cores} cores): ` +
       'both tools were slowed, unevenly; rerun on an idle machine before quoting absolute numbers.');
 
   const out = path.join(a.out, 'results.json');
-  fs.writeFileSync(out, JSON.stringify({ meta, geomean_ratio: gm, results, sessions, busy }, null, 1) + '\n');
+  fs.writeFileSync(out, JSON.stringify({ meta, geomean_ratio: gm, results, sessions, busy, bf16, int8 }, null, 1) + '\n');
   const chart = path.join(a.out, 'chart.svg');
   fs.writeFileSync(chart, chartSvg(results, a.models, a.threads, gm, meta));
   console.log(`wrote ${out}, ${chart} and ${rawPath}`);
   if (results.some((r) => !r.bulkhead.ok || !r.ort.ok)) process.exitCode = 3;
   if (busy && busy.rows.some((r) => !r.busy_bulkhead.ok || !r.quiet_bulkhead.ok)) process.exitCode = 3;
+  if (bf16 && bf16.rows.some((r) => !r.bulkhead_bf16.ok || !r.bulkhead_fp32.ok || r.outputs_error)) process.exitCode = 3;
+  // A refused quantisation is a note; a crashed one, a failed bulkhead run or bulkhead -o run is a failure.
+  if (int8 && int8.rows.some((r) => (r.quantize.ok ? !r.bulkhead_int8.ok || /^bulkhead/.test(r.outputs_error || '') : r.quantize.crashed)))
+    process.exitCode = 3;
 }
 
 main();

@@ -31,6 +31,7 @@ struct CheckArgs {
   bool no_report = false;
   bool quiet = false;
   int timeout_ms = 120000;
+  std::string precision = "fp32";
 };
 
 std::vector<std::string> split_list(const std::string& s) {
@@ -95,6 +96,9 @@ int check_cmd(const CheckArgs& a) {
   o.thread_iterations = a.iterations;
   o.rtol = a.rtol;
   o.worker_timeout_ms = a.timeout_ms;
+  if (a.precision != "fp32" && a.precision != "bf16")
+    return fail(cmd, "--precision must be fp32 or bf16, got '" + a.precision + "'");
+  o.precision = a.precision;
   o.schedules = split_list(a.schedules);
   for (const auto& spec : a.inputs) {
     auto eq = spec.find('=');
@@ -116,6 +120,14 @@ int check_cmd(const CheckArgs& a) {
     std::printf("bulkhead check: %s on %s (threads %d)\n",
                 printable(o.back ? o.front.name + " -> " + o.back->name : o.front.name).c_str(), rep->device_description.c_str(), o.threads);
     print_check_table(*rep, true);
+  }
+  if (o.precision != "fp32") {
+    const auto& p = rep->precision;
+    std::printf("precision: %s asked, %s run (%d nodes in bf16)%s%s\n", o.precision.c_str(), p.effective.c_str(), p.bf16_nodes,
+                p.note.empty() ? "" : ": ", printable(p.note).c_str());
+    for (const auto& c : rep->precision_costs())
+      std::printf("  %c output %-24s against fp32: cosine %.6f  max error %.4g (of max |ref| %.4g)  PSNR %.1f dB\n", c.role,
+                  printable(c.output).c_str(), c.metrics.cosine, c.metrics.max_abs, c.metrics.ref_max_abs, c.metrics.psnr);
   }
   if (!a.no_report) {
     Status st = check::write_report(*rep, a.report);
@@ -143,6 +155,8 @@ void add_check(CLI::App& app) {
   cmd->add_option("--schedules", a->schedules, "comma-separated subset of: front_only, back_only, same_process, order_after_g, threads, recover, cross_process, pipeline");
   cmd->add_option("--iterations", a->iterations, "runs per thread in the threads schedule (default 4)");
   cmd->add_option("--rtol", a->rtol, "accuracy floor relative to the reference's largest magnitude (default 1e-4 on cpu, 1e-2 elsewhere)");
+  cmd->add_option("--precision", a->precision,
+                  "fp32 (default) or bf16: the sessions under test compute so; the report gives the error against fp32");
   cmd->add_option("--worker-timeout", a->timeout_ms, "milliseconds a worker process may take per run (cross_process)");
   cmd->add_option("--report", a->report, "folder for report.json, report.html and the repro bundle (default check-report)");
   cmd->add_flag("--no-report", a->no_report, "print the verdict only");

@@ -23,6 +23,10 @@ void add_devices(CLI::App& app) {
     for (auto& d : devs)
       std::printf("%-10s %-50s %-16s %s\n", (d.backend + ":" + std::to_string(d.ordinal)).c_str(), d.name.c_str(),
                   d.driver.c_str(), d.submit_policy.c_str());
+    for (auto& d : devs)
+      if (d.backend == "cpu")
+        std::printf("%s:%d bf16 units: %s\n", d.backend.c_str(), d.ordinal,
+                    d.bf16_units.empty() ? "none (precision bf16 runs fp32 here)" : d.bf16_units.c_str());
     std::printf("%zu device(s); backends: ", devs.size());
     for (auto& b : env.backends()) std::printf("%s ", b.c_str());
     std::printf("\n");

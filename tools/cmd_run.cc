@@ -26,6 +26,7 @@ struct RunArgs {
   bool release_idle_memory = false;
   int threads = 0;
   int optimization_level = 2;
+  std::string precision = "fp32";
   int repeat = 1;
   int warmup = -1;
   std::string output_dir;
@@ -110,6 +111,13 @@ int run_cmd(const RunArgs& a) {
   if (a.optimization_level < 0 || a.optimization_level > 2)
     return fail(cmd, "--optimization-level must be 0, 1 or 2, got " + std::to_string(a.optimization_level), 2);
   opts->optimization_level = a.optimization_level;
+  {
+    auto o = SessionOptions::parse("precision=" + a.precision);
+    if (!o.is_ok()) return fail(cmd, "bad --precision '" + a.precision + "': expected fp32 or bf16", 2);
+    opts->precision = o->precision;
+    if (opts->precision == "bf16" && opts->optimization_level < 2)
+      return fail(cmd, "--precision bf16 needs --optimization-level 2, got " + std::to_string(opts->optimization_level), 2);
+  }
   if (a.isolation != "in-process" && a.isolation != "process")
     return fail(cmd, "--isolation must be in-process or process, got '" + a.isolation + "'", 2);
   opts->isolation = a.isolation;
@@ -193,6 +201,10 @@ int run_cmd(const RunArgs& a) {
   if (!a.quiet) {
     std::printf("model %s\n", printable(a.model).c_str());
     for (auto& [dev, n] : session->placement()) std::printf("  %s: %d nodes\n", dev.c_str(), n);
+    const Session::PrecisionUse prec = session->precision();
+    if (prec.requested != "fp32")
+      std::printf("  precision %s (%d nodes compute in bf16)%s%s\n", prec.effective.c_str(), prec.bf16_nodes,
+                  prec.note.empty() ? "" : ": ", prec.note.c_str());
     for (auto& m : session->memory()) {
       std::printf("  %s memory: peak %s in use, %s kept for reuse", m.device.c_str(), bytes_text(m.stats.peak).c_str(),
                   bytes_text(m.stats.cached).c_str());
@@ -246,6 +258,9 @@ void add_run(CLI::App& app) {
   cmd->add_option("-d,--device", a->devices, "devices in order of preference, e.g. cpu or vulkan:0,cpu");
   cmd->add_option("-t,--threads", a->threads, "intra-op threads (0 = all cores)");
   cmd->add_option("-O,--optimization-level", a->optimization_level, "graph optimisations: 2 (default: fusions and CPU blocked layout), 1 (fusions only) or 0 (off)");
+  cmd->add_option("--precision", a->precision,
+                  "CPU arithmetic of convolutions and matrix products: fp32 (default) or bf16 (fast on AMX / AVX512-BF16; "
+                  "about 1e-2 relative error: see `bulkhead check --precision bf16`)");
   cmd->add_option("--isolation", a->isolation, "in-process (default) or process: run the model in a worker process");
   cmd->add_option("--submit-policy", a->submit_policy,
                   "GPU submission policy: single, per-dispatch, split, auto or auto:<bytes>[K|M|G] (default: the device's)");

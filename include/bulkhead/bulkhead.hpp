@@ -87,10 +87,22 @@ struct SessionOptions {
   // server's instances of one model: idle sessions then hold their weights (shared) and
   // state only. false (the default): a session keeps its arena between runs.
   bool release_idle_memory = false;
+  // The arithmetic of the CPU's convolutions and matrix products: "fp32" (the default)
+  // or "bf16". With "bf16" (CPU sessions at optimization_level 2), every float32 Conv,
+  // ConvTranspose, and MatMul/Gemm with constant weights runs on bfloat16 inputs and
+  // weights with float32 sums: weights are converted once when the session is created,
+  // activations between convolutions stay bfloat16 in the channel-blocked layout, and
+  // everything else (element-wise ops, pooling, outputs) stays float32. bfloat16 keeps 8
+  // significant bits: results differ from fp32 by about 1e-2 relative, so measure the
+  // price on your model first (`bulkhead check MODEL --precision bf16` reports cosine,
+  // max error and PSNR against fp32). Fast only on CPUs with bf16 units (AMX or
+  // AVX512-BF16); elsewhere the session says so once (on stderr) and runs fp32.
+  // Session::precision() tells what a session runs.
+  std::string precision = "fp32";
   // Parses "devices=cpu;threads=2;graph_capture=0;optimization_level=1" style option strings (CLI, env vars);
   // also isolation=process, worker_timeout_ms=N, worker_binary=PATH, submit_policy=split,
   // max_file_bytes=N[K|M|G], max_tensor_bytes=N[K|M|G], max_loop_iterations=N, run_timeout_ms=N,
-  // max_concurrent_runs=N, share_weights=0|1, release_idle_memory=0|1.
+  // max_concurrent_runs=N, share_weights=0|1, release_idle_memory=0|1, precision=fp32|bf16.
   static Result<SessionOptions> parse(const std::string& spec);
   // Applies an option string of the same form onto these options: all or nothing.
   Status apply(const std::string& spec);
@@ -168,6 +180,16 @@ class Session {
     uint64_t timed_out = 0;
   };
   RunCounts runs() const;
+  // The arithmetic this session runs (SessionOptions::precision): `effective` is "fp32"
+  // or "bf16"; `bf16_nodes` counts the nodes computing on bfloat16; `note` says why
+  // `effective` differs from what was asked ("" when it does not). Also for a session in
+  // a worker process (as the worker built it).
+  struct PrecisionUse {
+    std::string requested, effective;
+    int bf16_nodes = 0;
+    std::string note;
+  };
+  PrecisionUse precision() const;
   const SessionOptions& options() const;
   // The pid of the worker process serving this session (isolation "process"); -1 for an
   // in-process session, and between a worker's death and its replacement.

@@ -58,7 +58,7 @@ def _worker_binary():
 
 _OPTION_NAMES = ("devices", "threads", "optimization_level", "graph_capture", "submit_policy", "isolation",
                  "worker_timeout_ms", "worker_binary", "max_file_bytes", "max_tensor_bytes", "max_loop_iterations",
-                 "run_timeout_ms", "max_concurrent_runs", "share_weights", "release_idle_memory")
+                 "run_timeout_ms", "max_concurrent_runs", "share_weights", "release_idle_memory", "precision")
 
 
 def _config(options=None, **kwargs):
@@ -82,7 +82,7 @@ def _config(options=None, **kwargs):
         elif k in ("graph_capture", "share_weights", "release_idle_memory"):
             if not isinstance(v, bool):
                 raise InvalidArgument("%s must be True or False, got %r" % (k, v))
-        elif k in ("submit_policy", "isolation", "worker_binary"):
+        elif k in ("submit_policy", "isolation", "worker_binary", "precision"):
             if not isinstance(v, str):
                 raise InvalidArgument("%s must be a str, got %r" % (k, v))
         else:
@@ -135,6 +135,11 @@ class Session:
         for a session in a worker process)."""
         return self._s.memory()
 
+    def precision(self):
+        """{requested, effective, bf16_nodes, note}: the arithmetic this session runs (the
+        precision option: "fp32" or "bf16"; note says why effective differs)."""
+        return self._s.precision()
+
     def runs(self):
         """{limit, running, most_at_once, waited, timed_out}: this session's runs as they
         overlap (limit = the max_concurrent_runs option, 0 = none)."""
@@ -167,7 +172,10 @@ class Env:
         max_file_bytes, max_tensor_bytes, max_loop_iterations, run_timeout_ms,
         max_concurrent_runs, share_weights (True: share weights with the Env's other
         sessions of the same model, the default), release_idle_memory (True: give the
-        run memory back whenever no run is open); or an option string in ``options``."""
+        run memory back whenever no run is open), precision ("fp32" or "bf16": CPU
+        convolutions and products on bfloat16, fast on AMX / AVX512-BF16; see
+        check(..., precision="bf16") for what it costs); or an option string in
+        ``options``."""
         c = _config(options, **kwargs)
         if isinstance(model, (bytes, bytearray, memoryview)):
             return Session(self._e.load_bytes(bytes(model), "<bytes>", c), "<bytes>")
@@ -195,8 +203,9 @@ class Env:
         return self._e.backend_origins()
 
     def devices(self):
-        """[{name, backend, description, driver, submit_policy}] of every device the
-        registered backends can open."""
+        """[{name, backend, description, driver, submit_policy, bf16_units}] of every
+        device the registered backends can open (bf16_units: what makes precision="bf16"
+        fast there, "" where it runs fp32)."""
         return self._e.devices()
 
     def open_device_count(self):
@@ -248,6 +257,8 @@ class CheckResult:
         self.first_bad_step = d["first_bad_step"]
         self.schedules = d["schedules"]
         self.device = d["device"]
+        self.precision = d["precision"]
+        self.precision_costs = d["precision_costs"]
         self.report = report
 
     @property
@@ -259,14 +270,17 @@ class CheckResult:
 
 
 def check(model, pipeline=None, devices=("cpu",), threads=1, inputs=None, dims=None, seed=1, schedules=None,
-          iterations=4, rtol=0.0, report="check-report", worker_timeout_ms=120000):
+          iterations=4, rtol=0.0, report="check-report", worker_timeout_ms=120000, precision="fp32"):
     """Runs the isolation checker (``bulkhead check``) and returns a CheckResult.
 
     ``model`` runs as two sessions F and G; with ``pipeline`` (a second model), ``model``
     is F and ``pipeline`` is G. ``inputs`` gives F's inputs ({name: array}); the rest are
     generated (``dims`` sets symbolic dimensions). ``report``: the folder for
     report.html, report.json and the repro bundle, or None for no report. A
-    contamination is a verdict, not an exception; bad arguments raise."""
+    contamination is a verdict, not an exception; bad arguments raise. ``precision``
+    ("fp32" or "bf16"): the arithmetic of the sessions under test; the result's
+    ``precision_costs`` then lists each output's cosine, max error and PSNR against the
+    float32 CPU reference."""
     if isinstance(devices, str):
         devices = devices.split(",")
     devices = list(devices)
@@ -280,6 +294,8 @@ def check(model, pipeline=None, devices=("cpu",), threads=1, inputs=None, dims=N
         raise InvalidArgument("iterations must be >= 1, got %r" % (iterations,))
     if rtol < 0:
         raise InvalidArgument("rtol must be >= 0, got %r" % (rtol,))
+    if precision not in ("fp32", "bf16"):
+        raise InvalidArgument("precision must be 'fp32' or 'bf16', got %r" % (precision,))
     for m in (model, pipeline):
         if m is not None and not isinstance(m, (str, bytes, _os.PathLike)):
             raise InvalidArgument("models are paths or bytes, got %s" % type(m).__name__)
@@ -290,7 +306,7 @@ def check(model, pipeline=None, devices=("cpu",), threads=1, inputs=None, dims=N
             raise NotFound("model '%s' is not a file" % m)
     d = _bulkhead._check(model, pipeline, devices, threads, dict(inputs or {}), dict(dims or {}), seed,
                          list(schedules or []), iterations, float(rtol), _worker_binary(), worker_timeout_ms,
-                         report or "")
+                         report or "", precision)
     return CheckResult(d, report or None)
 
 

@@ -108,6 +108,45 @@ def test_sessions_share_weights_unless_told_not_to():
     assert env.shared_weights()["tensors"] == 0
 
 
+def test_precision_bf16(monkeypatch):
+    # BULKHEAD_CPU_BF16=force takes the bf16 path on CPUs without bf16 units too.
+    if not any(d.get("bf16_units") for d in bulkhead.devices()):
+        monkeypatch.setenv("BULKHEAD_CPU_BF16", "force")
+    env = bulkhead.Env()
+    p = model_path("ppocrv4_det")
+    x = {"x": np.random.default_rng(5).uniform(-1, 1, (1, 3, 64, 96)).astype(np.float32)}
+    f = env.load(p, threads=1)
+    b = env.load(p, threads=1, precision="bf16")
+    assert f.precision() == {"requested": "fp32", "effective": "fp32", "bf16_nodes": 0, "note": ""}
+    pb = b.precision()
+    assert pb["requested"] == "bf16" and pb["effective"] == "bf16" and pb["bf16_nodes"] >= 60, pb
+    yf, yb = f.run(x), b.run(x)
+    for k in yf:
+        assert yb[k].dtype == np.float32
+        assert not np.array_equal(yf[k], yb[k])
+        assert np.abs(yf[k] - yb[k]).max() <= 0.05 * np.abs(yf[k]).max() + 1e-6
+    s = bulkhead.InferenceSession(p, _ort_options("precision=bf16;threads=1"))
+    np.testing.assert_array_equal(s.run(None, x)[0], yb[list(yb)[0]])
+    with pytest.raises(ValueError, match="precision"):
+        env.load(p, precision="fp16")
+    with pytest.raises(ValueError, match="precision must be a str"):
+        env.load(p, precision=16)
+    with pytest.raises(ValueError, match="optimization_level 2"):
+        env.load(p, precision="bf16", optimization_level=1)
+    r = bulkhead.check(p, inputs=x, schedules=["front_only", "same_process"], precision="bf16", report=None)
+    assert r.verdict == "clean" and r.precision == "bf16", r
+    assert r.precision_costs and r.precision_costs[0]["cosine"] > 0.9, r.precision_costs
+    with pytest.raises(ValueError, match="precision must be"):
+        bulkhead.check(p, precision="half")
+
+
+def _ort_options(text):
+    so = bulkhead.SessionOptions()
+    so.bulkhead_options = text
+    so.intra_op_num_threads = 1
+    return so
+
+
 def test_limits_raise_and_leave_the_session_usable(env):
     s = env.load(model_path("ppocrv4_rec"), max_tensor_bytes=1024, threads=1)
     with pytest.raises(bulkhead.ResourceExhausted, match="max_tensor_bytes|limit") as e:

@@ -25,6 +25,9 @@ struct DeviceInfo {
   std::string driver;   // driver / library version
   std::string submit_policy;  // the submission policy the device would use, and why
   std::string detail;   // anything else worth printing
+  // The hardware that makes SessionOptions::precision "bf16" fast on this device ("AMX",
+  // "AVX512-BF16"); empty where it has none, and the device then runs such sessions fp32.
+  std::string bf16_units;
 };
 
 // What a device is told when a top-level run starts (Device::begin_run). Borrowed

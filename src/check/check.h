@@ -40,6 +40,10 @@ struct CheckOptions {
   double rtol = 0;                           // 0: the device's default accuracy floor
   std::string worker_binary;                 // for `cross_process` ("" = resolve as usual)
   int worker_timeout_ms = 120000;
+  // SessionOptions::precision of the sessions under test ("fp32" or "bf16"); the
+  // reference stays the CPU in float32, so the solo schedules measure what the precision
+  // costs (CheckReport::precision_costs) and the tolerances follow that error.
+  std::string precision = "fp32";
 };
 
 const std::vector<std::string>& schedule_names();
@@ -77,8 +81,17 @@ struct ScheduleResult {
   const StepResult* first_bad() const;
 };
 
+// What a reduced precision costs one output: the solo run of F (or G, fed the reference
+// of F) on variant A against the float32 CPU reference.
+struct PrecisionCost {
+  char role = 'F';
+  std::string output;
+  Metrics metrics;
+};
+
 struct CheckReport {
   CheckOptions options;
+  Session::PrecisionUse precision;  // as the device's session of F runs
   std::string device_description;   // "cpu:0 (…)", from `bulkhead devices`
   std::vector<std::string> front_inputs, front_outputs, back_inputs, back_outputs;
   std::vector<std::pair<std::string, Tensor>> inputs[2];  // F's inputs, variants A and B
@@ -89,6 +102,9 @@ struct CheckReport {
   int exit_code() const;
   std::string verdict() const;          // "clean", "contaminated", "error"
   std::string first_bad_step() const;   // "same_process/F3: output 'y' max error 3.1 > tolerance 1e-05"
+  // Outputs of the first solo steps (front_only F1, back_only G1) against the reference,
+  // when the sessions ran another precision than fp32; empty otherwise.
+  std::vector<PrecisionCost> precision_costs() const;
 };
 
 Result<CheckReport> run_check(const CheckOptions& options);

@@ -172,6 +172,14 @@ json report_json(const CheckReport& r) {
   j["back"] = {{"model", r.options.back ? r.options.back->name : r.options.front.name + " (second session)"},
                {"inputs", r.back_inputs}, {"outputs", r.back_outputs}};
   j["bulkhead_version"] = version();
+  j["precision"] = {{"requested", r.options.precision}, {"effective", r.precision.effective},
+                    {"bf16_nodes", r.precision.bf16_nodes}, {"note", r.precision.note}};
+  j["precision"]["costs"] = json::array();
+  for (const auto& c : r.precision_costs())
+    j["precision"]["costs"].push_back({{"role", std::string(1, c.role)}, {"output", c.output},
+                                       {"cosine", num(c.metrics.cosine)}, {"max_abs", num(c.metrics.max_abs)},
+                                       {"rmse", num(c.metrics.rmse)}, {"psnr_db", num(c.metrics.psnr)},
+                                       {"reference_max_abs", num(c.metrics.ref_max_abs)}});
   j["schedules"] = json::array();
   for (auto& s : r.schedules) {
     json js{{"name", s.name}, {"description", s.description}, {"clean", s.clean()}};
@@ -215,6 +223,20 @@ std::string report_html(const CheckReport& r) {
     << "Accuracy floor rtol " << fmt(r.rtol) << " of the reference's largest magnitude; a step is clean when every output is within "
        "max(floor, 4 × the worst error of the solo schedules) with no NaN/Inf the reference lacks, its inputs are unchanged and no earlier output changed after it.</p>\n";
   if (!r.first_bad_step().empty()) h << "<p class=\"bad\">First bad step: " << esc(r.first_bad_step()) << "</p>\n";
+  if (r.options.precision != "fp32") {
+    h << "<h2>Precision</h2><p>Sessions under test asked for <code>" << esc(r.options.precision) << "</code> and ran <code>"
+      << esc(r.precision.effective) << "</code> (" << r.precision.bf16_nodes << " nodes in bf16)"
+      << (r.precision.note.empty() ? "" : ": " + esc(r.precision.note)) << ". What it costs, the solo run against the float32 CPU reference:</p>\n";
+    auto costs = r.precision_costs();
+    if (!costs.empty()) {
+      h << "<table><tr><th>session</th><th>output</th><th>cosine</th><th>max abs error</th><th>reference max |x|</th><th>RMSE</th><th>PSNR dB</th></tr>\n";
+      for (const auto& c : costs)
+        h << "<tr><td>" << c.role << "</td><td>" << esc(c.output) << "</td><td>" << fmt(c.metrics.cosine, "%.6f") << "</td><td>"
+          << fmt(c.metrics.max_abs) << "</td><td>" << fmt(c.metrics.ref_max_abs) << "</td><td>" << fmt(c.metrics.rmse) << "</td><td>"
+          << fmt(c.metrics.psnr, "%.1f") << "</td></tr>\n";
+      h << "</table>\n";
+    }
+  }
   h << "<h2>Summary</h2><table><tr><th>schedule</th><th>what it does</th><th>steps</th><th>verdict</th><th>first bad step</th></tr>\n";
   for (auto& s : r.schedules) {
     auto* b = s.first_bad();

@@ -309,10 +309,117 @@ class Planner {
   LayoutStats stats_;
 };
 
+// Marks the convolutions and products that compute in bfloat16 and the blocked values
+// stored so (layout.h), on the graph the Planner rewrote.
+class Bf16Marker {
+ public:
+  Bf16Marker(Graph& g, bool input_defaults_constant) : g_(g), input_defaults_constant_(input_defaults_constant) {}
+
+  void run(LayoutStats& stats) {
+    std::vector<bool> bf16(g_.nodes.size(), false);
+    for (size_t i = 0; i < g_.nodes.size(); ++i) {
+      Node& n = g_.nodes[i];
+      if (!wants_bf16(n)) continue;
+      bf16[i] = true;
+      n.attrs["_precision"] = str_attr("bf16");
+      ++stats.bf16_nodes;
+    }
+    // Candidates: blocked outputs of bf16 Convs. Readers, by value.
+    std::unordered_map<std::string, size_t> producer;
+    std::unordered_map<std::string, std::vector<size_t>> readers;
+    std::unordered_set<std::string> cand;
+    for (size_t i = 0; i < g_.nodes.size(); ++i) {
+      const Node& n = g_.nodes[i];
+      for (const auto& in : n.inputs)
+        if (!in.empty()) readers[in].push_back(i);
+      if (bf16[i] && n.op_type == "Conv" && n.attr_string("_y_layout", "") == kBlocked16 && !n.outputs.empty()) {
+        producer[n.outputs[0]] = i;
+        cand.insert(n.outputs[0]);
+      }
+    }
+    std::unordered_set<std::string> outer;
+    for (const auto& o : g_.outputs) outer.insert(o.name);
+    collect_outer_refs(g_, outer);
+    // Drop candidates until every reader of every one takes bfloat16.
+    for (bool changed = true; changed;) {
+      changed = false;
+      for (auto it = cand.begin(); it != cand.end();) {
+        const std::string& v = *it;
+        const Node& p = g_.nodes[producer[v]];
+        bool ok = !outer.count(v);
+        // The fused summand becomes the output's memory: the same element type.
+        if (ok && p.inputs.size() > 3 && !p.inputs[3].empty()) ok = cand.count(p.inputs[3]) != 0;
+        for (size_t j : readers[v]) {
+          if (!ok) break;
+          const Node& r = g_.nodes[j];
+          if (r.domain == kLayoutDomain && r.op_type == "FromBlocked16") continue;
+          bool conv = bf16[j] && r.op_type == "Conv" && r.domain.empty();
+          for (size_t k = 0; k < r.inputs.size() && ok; ++k) {
+            if (r.inputs[k] != v) continue;
+            if (k == 0 && conv) continue;
+            if (k == 3 && conv && r.attr_string("_y_layout", "") == kBlocked16 && cand.count(r.outputs[0])) continue;
+            ok = false;
+          }
+        }
+        if (ok) {
+          ++it;
+        } else {
+          it = cand.erase(it);
+          changed = true;
+        }
+      }
+    }
+    for (const auto& v : cand) {
+      g_.nodes[producer[v]].attrs["_y_type"] = str_attr("bf16");
+      g_.value_info[v].dtype = DataType::kBFloat16;
+      ++stats.bf16_values;
+    }
+  }
+
+ private:
+  static ir::Attribute str_attr(const char* s) {
+    ir::Attribute a;
+    a.type = AttrType::kString;
+    a.s = s;
+    return a;
+  }
+
+  const Tensor* constant(const std::string& v) const {
+    auto it = g_.initializers.find(v);
+    if (it == g_.initializers.end()) return nullptr;
+    if (!input_defaults_constant_)
+      for (const auto& in : g_.inputs)
+        if (in.name == v) return nullptr;  // an overridable default
+    return &it->second;
+  }
+
+  bool float32(const std::string& v) const {
+    const ir::ValueInfo* vi = g_.info(v);
+    return vi && vi->type == ir::ValueType::kTensor && vi->dtype == DataType::kFloat32;
+  }
+
+  bool wants_bf16(const Node& n) const {
+    if (!n.domain.empty() || n.inputs.size() < 2 || n.inputs[0].empty()) return false;
+    const Tensor* w = constant(n.inputs[1]);
+    if (!w || w->dtype() != DataType::kFloat32) return false;
+    // X is float32, or the blocked value of the chain (whose value_info says float32 until
+    // this pass decides).
+    if (!float32(n.inputs[0])) return false;
+    if (n.op_type == "Conv" || n.op_type == "ConvTranspose") return w->rank() >= 3 && w->rank() <= 5;
+    if (n.op_type == "MatMul" || n.op_type == "Gemm") return w->rank() == 2;
+    return false;
+  }
+
+  Graph& g_;
+  bool input_defaults_constant_;
+};
+
 }  // namespace
 
-Result<LayoutStats> block_channels(ir::Graph& g, bool input_defaults_constant) {
-  return Planner(g, input_defaults_constant).run();
+Result<LayoutStats> block_channels(ir::Graph& g, const LayoutOptions& options) {
+  BH_ASSIGN_OR_RETURN(LayoutStats stats, Planner(g, options.input_defaults_constant).run());
+  if (options.bf16) Bf16Marker(g, options.input_defaults_constant).run(stats);
+  return stats;
 }
 
 }  // namespace bulkhead::exec

@@ -26,6 +26,16 @@
 // Applied to a session's own graph after optimize_graph, only when every node runs on the
 // CPU (the first device of the session is the CPU), and only where value_info gives the
 // static channel count.
+//
+// bfloat16 (LayoutOptions::bf16, SessionOptions::precision "bf16"): every float32 Conv and
+// ConvTranspose with constant weights, and every MatMul / Gemm whose B is a constant 2-D
+// float32 tensor, gets `_precision` = "bf16" (the kernel computes on bfloat16 inputs and
+// weights, float32 sums). A blocked value produced by such a Conv is stored as bfloat16
+// (value_info dtype bfloat16; the Conv gets `_y_type` = "bf16") when each of its readers
+// takes that: a bf16 Conv reading it as X, a bf16 Conv with a bfloat16 Y reading it as the
+// fused summand, or FromBlocked16 (which converts to plain float32). Everything else —
+// element-wise ops, pooling, Concat, outputs — keeps float32, so a chain's ends convert
+// inside the Conv kernels or FromBlocked16 and no new conversion node is needed.
 #pragma once
 
 #include "bulkhead/status.h"
@@ -39,12 +49,24 @@ inline constexpr const char* kBlocked16 = "nChw16c";
 struct LayoutStats {
   int blocked_nodes = 0;   // nodes that run on blocked tensors
   int conversions = 0;     // ToBlocked16 / FromBlocked16 nodes inserted
+  int bf16_nodes = 0;      // nodes computing in bfloat16 (LayoutOptions::bf16)
+  int bf16_values = 0;     // blocked values stored as bfloat16
+};
+
+struct LayoutOptions {
+  // Weights must be constant: an initializer that is also a graph input is a default the
+  // caller may override, unless this is set (IR < 4 models, which list every initializer
+  // as an input).
+  bool input_defaults_constant = false;
+  // Convolutions and products with constant weights in bfloat16 (see above).
+  bool bf16 = false;
 };
 
 // Rewrites `g` (a top-level graph). Never fails on a graph it cannot improve: it leaves
-// those parts as they are. Weights must be constant: an initializer that is also a graph
-// input is a default the caller may override, unless `input_defaults_constant` (IR < 4
-// models, which list every initializer as an input).
-Result<LayoutStats> block_channels(ir::Graph& g, bool input_defaults_constant = false);
+// those parts as they are.
+Result<LayoutStats> block_channels(ir::Graph& g, const LayoutOptions& options);
+inline Result<LayoutStats> block_channels(ir::Graph& g, bool input_defaults_constant = false) {
+  return block_channels(g, LayoutOptions{input_defaults_constant, false});
+}
 
 }  // namespace bulkhead::exec

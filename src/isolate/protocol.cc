@@ -11,7 +11,7 @@ namespace {
 // or changed — forward it in put_options/get_options below, then update the size.
 // (share_weights and release_idle_memory, bools, sit in what was padding after
 // max_concurrent_runs.)
-static_assert(sizeof(SessionOptions) == 184,
+static_assert(sizeof(SessionOptions) == 216,
               "SessionOptions changed: forward the new field to the worker in src/isolate/protocol.cc");
 
 Status malformed(const char* what) { return internal_error(std::string("malformed ") + what + " message from the peer"); }
@@ -32,6 +32,7 @@ void put_options(Writer& w, const SessionOptions& o) {
   w.i32(o.max_concurrent_runs);
   w.u8(o.share_weights);
   w.u8(o.release_idle_memory);
+  w.str(o.precision);
 }
 
 SessionOptions get_options(Reader& r) {
@@ -51,6 +52,7 @@ SessionOptions get_options(Reader& r) {
   o.max_concurrent_runs = r.i32();
   o.share_weights = r.u8() != 0;
   o.release_idle_memory = r.u8() != 0;
+  o.precision = r.str();
   return o;
 }
 
@@ -137,6 +139,10 @@ std::string encode(const ModelInfo& m) {
     w.str(dev);
     w.i32(n);
   }
+  w.str(m.precision.requested);
+  w.str(m.precision.effective);
+  w.i32(m.precision.bf16_nodes);
+  w.str(m.precision.note);
   return w.take();
 }
 
@@ -152,6 +158,10 @@ Result<ModelInfo> decode_model_info(const std::string& payload) {
     dev = r.str();
     n = r.i32();
   }
+  m.precision.requested = r.str();
+  m.precision.effective = r.str();
+  m.precision.bf16_nodes = r.i32();
+  m.precision.note = r.str();
   if (!r.ok() || !r.at_end() || m.required.size() != m.all_inputs.size() || m.bindable.size() != m.all_inputs.size())
     return malformed("ready");
   return m;

@@ -2,7 +2,7 @@
 //
 //   supervisor                                worker
 //   kLoad  {model, options} [+ model memfd] → builds an in-process Session
-//                                           ← kReady {inputs, outputs, placement} | kLoadFailed {status}
+//                                           ← kReady {inputs, outputs, placement, precision} | kLoadFailed {status}
 //   kRun#id {inputs, outputs wanted, output region offered} [+ input region]
 //                                           → runs it
 //                                           ← kRunDone#id {outputs, their region} [+ new output region]
@@ -25,7 +25,7 @@
 namespace bulkhead::isolate {
 
 // Bumped whenever a message changes; a worker of another version refuses to load.
-constexpr uint32_t kProtocolVersion = 3;
+constexpr uint32_t kProtocolVersion = 4;
 
 enum MessageType : uint32_t {
   kLoad = 1,
@@ -51,6 +51,7 @@ struct ModelInfo {
   std::vector<bool> bindable;      // required inputs and overridable defaults
   std::vector<IoInfo> outputs;
   std::vector<std::pair<std::string, int>> placement;
+  Session::PrecisionUse precision;  // as the worker's session runs
 };
 
 struct RunRequest {

@@ -384,6 +384,7 @@ PYBIND11_MODULE(_bulkhead, m) {
       .def_readwrite("max_concurrent_runs", &SessionOptions::max_concurrent_runs)
       .def_readwrite("share_weights", &SessionOptions::share_weights)
       .def_readwrite("release_idle_memory", &SessionOptions::release_idle_memory)
+      .def_readwrite("precision", &SessionOptions::precision)
       .def("apply", [](SessionOptions& o, const std::string& spec) { ensure_ok(o.apply(spec)); })
       .def("validate", [](const SessionOptions& o) { ensure_ok(o.validate()); });
 
@@ -431,6 +432,15 @@ PYBIND11_MODULE(_bulkhead, m) {
           e["trimmed"] = m.stats.trimmed;
           d[py::str(m.device)] = e;
         }
+        return d;
+      })
+      .def("precision", [](const PySession& s) {
+        auto p = s.session.precision();
+        py::dict d;
+        d["requested"] = p.requested;
+        d["effective"] = p.effective;
+        d["bf16_nodes"] = p.bf16_nodes;
+        d["note"] = p.note;
         return d;
       })
       .def("runs", [](const PySession& s) {
@@ -497,6 +507,7 @@ PYBIND11_MODULE(_bulkhead, m) {
           e["description"] = d.name;
           e["driver"] = d.driver;
           e["submit_policy"] = d.submit_policy;
+          e["bf16_units"] = d.bf16_units;
           l.append(e);
         }
         return l;
@@ -546,7 +557,7 @@ PYBIND11_MODULE(_bulkhead, m) {
   m.def("_check", [](const py::object& model, const py::object& back, const std::vector<std::string>& devices, int threads,
                      const py::dict& inputs, const std::map<std::string, int64_t>& dims, uint64_t seed,
                      const std::vector<std::string>& schedules, int iterations, double rtol, const std::string& worker_binary,
-                     int worker_timeout_ms, const std::string& report) {
+                     int worker_timeout_ms, const std::string& report, const std::string& precision) {
     check::CheckOptions o;
     o.front = model_source(model);
     if (!back.is_none()) o.back = model_source(back);
@@ -563,6 +574,7 @@ PYBIND11_MODULE(_bulkhead, m) {
     o.rtol = rtol;
     o.worker_binary = worker_binary;
     o.worker_timeout_ms = worker_timeout_ms;
+    o.precision = precision;
     Result<check::CheckReport> rep = Status(StatusCode::kInternal, "not run");
     Status written;
     {
@@ -577,6 +589,19 @@ PYBIND11_MODULE(_bulkhead, m) {
     d["exit_code"] = rep->exit_code();
     d["first_bad_step"] = rep->first_bad_step();
     d["device"] = rep->device_description;
+    py::list costs;
+    for (const auto& c : rep->precision_costs()) {
+      py::dict e;
+      e["session"] = std::string(1, c.role);
+      e["output"] = c.output;
+      e["cosine"] = c.metrics.cosine;
+      e["max_abs"] = c.metrics.max_abs;
+      e["rmse"] = c.metrics.rmse;
+      e["psnr_db"] = c.metrics.psnr;
+      costs.append(e);
+    }
+    d["precision"] = rep->precision.effective;
+    d["precision_costs"] = costs;
     py::list schedules_out;
     for (const auto& s : rep->schedules) {
       py::dict e;

@@ -1,3 +1,4 @@
+#include <cstdio>
 #include <dlfcn.h>
 #include <sys/stat.h>
 
@@ -163,6 +164,14 @@ void EnvImpl::discover_all() {
 std::vector<std::string> EnvImpl::load_errors() const {
   std::lock_guard lock(mu_);
   return load_errors_;
+}
+
+void EnvImpl::warn_once(const std::string& key, const std::string& line) {
+  {
+    std::lock_guard lock(mu_);
+    if (!warned_.insert(key).second) return;
+  }
+  std::fprintf(stderr, "%s\n", line.c_str());
 }
 
 Status EnvImpl::register_backend(std::shared_ptr<Backend> backend) {

@@ -51,6 +51,9 @@ class EnvImpl {
   uint64_t next_session_id() { return ++session_counter_; }
   // What this Env's sessions share (SessionOptions::share_weights); never another Env's.
   const std::shared_ptr<SharedConstants>& shared_constants() const { return shared_; }
+  // Prints `line` on stderr the first time this Env sees `key` (a fallback a user should
+  // hear of once, not once per session); thread-safe.
+  void warn_once(const std::string& key, const std::string& line);
 
  private:
   mutable std::mutex mu_;
@@ -66,6 +69,7 @@ class EnvImpl {
   std::vector<std::string> load_errors_;
   // Plugin backends unloaded from this Env: never discovered again (load_backend may).
   std::set<std::string> unloaded_;
+  std::set<std::string> warned_;  // warn_once keys (under mu_)
 };
 
 }  // namespace bulkhead

@@ -37,6 +37,7 @@ class SessionImpl {
   std::vector<bool> input_required;  // false for inputs that default to an initializer
   std::vector<bool> input_bindable;  // required inputs, and initializer defaults of IR >= 4 models
   std::vector<IoInfo> inputs, outputs;  // public: required inputs only
+  Session::PrecisionUse precision;
   // isolation "process": the session lives in a worker and runs are forwarded there
   // (no model, no plan here).
   std::unique_ptr<isolate::RemoteSession> remote;
@@ -112,13 +113,35 @@ Result<Session> build_session(const std::shared_ptr<EnvImpl>& env, ir::Model mod
     if (!alloc.is_ok()) return alloc.status().with_context("device '" + spec + "': ");
     impl->compile_options.placements.push_back({std::move(dev), std::move(alloc).value()});
   }
+  // SessionOptions::precision "bf16": CPU sessions on a CPU with bf16 units (the layout
+  // pass marks the nodes); anywhere else the session says why, once per Env, and runs fp32.
+  const DeviceInfo& first = impl->compile_options.placements.front().device->info();
+  Session::PrecisionUse& prec = impl->precision;
+  prec.requested = options.precision;
+  prec.effective = "fp32";
+  const bool want_bf16 = options.precision == "bf16";
+  if (want_bf16 && first.backend != "cpu")
+    prec.note = "precision bf16 is a CPU option; nodes on " + first.backend + ":" + std::to_string(first.ordinal) +
+                " compute as that device does";
+  else if (want_bf16 && first.bf16_units.empty())
+    prec.note = "this CPU (" + first.name + ") has no bf16 units (AMX or AVX512-BF16)";
   if (options.optimization_level > 0) {
     BH_RETURN_IF_ERROR(exec::optimize_graph(*impl->model.graph, impl->model.ir_version < 4));
     // Every node runs on the CPU when it is the first device: keep convolution chains in
     // oneDNN's channel-blocked layout (exec/layout.h).
-    if (options.optimization_level > 1 && impl->compile_options.placements.front().device->info().backend == "cpu")
-      BH_RETURN_IF_ERROR(exec::block_channels(*impl->model.graph, impl->model.ir_version < 4).status());
+    if (options.optimization_level > 1 && first.backend == "cpu") {
+      exec::LayoutOptions lo;
+      lo.input_defaults_constant = impl->model.ir_version < 4;
+      lo.bf16 = want_bf16 && prec.note.empty();
+      BH_ASSIGN_OR_RETURN(exec::LayoutStats ls, exec::block_channels(*impl->model.graph, lo));
+      prec.bf16_nodes = ls.bf16_nodes;
+      if (lo.bf16 && ls.bf16_nodes == 0)
+        prec.note = "the model has no convolution or matrix product with constant float32 weights";
+      if (ls.bf16_nodes > 0) prec.effective = "bf16";
+    }
   }
+  if (want_bf16 && !prec.note.empty())
+    env->warn_once("precision-bf16:" + prec.note, "bulkhead: precision bf16: " + prec.note + "; running fp32");
   if (options.share_weights) {
     impl->compile_options.shared = env->shared_constants();
     const uint64_t hits = impl->compile_options.shared->stats().hit_bytes;
@@ -171,6 +194,11 @@ Status check_options(const SessionOptions& o) {
     return invalid_argument("bad value " + std::to_string(o.max_loop_iterations) + " for session option 'max_loop_iterations': expected >= 0");
   if (o.run_timeout_ms < 0)
     return invalid_argument("bad value " + std::to_string(o.run_timeout_ms) + " for session option 'run_timeout_ms': expected >= 0");
+  if (o.precision != "fp32" && o.precision != "bf16")
+    return invalid_argument("bad value '" + o.precision + "' for session option 'precision': expected fp32 or bf16");
+  if (o.precision == "bf16" && o.optimization_level < 2)
+    return invalid_argument("session option 'precision' bf16 needs optimization_level 2, got " +
+                            std::to_string(o.optimization_level));
   if (o.max_concurrent_runs < 0 || o.max_concurrent_runs > kMaxConcurrentRuns)
     return invalid_argument("bad value " + std::to_string(o.max_concurrent_runs) +
                             " for session option 'max_concurrent_runs': expected 0.." + std::to_string(kMaxConcurrentRuns) +
@@ -295,6 +323,10 @@ Status SessionOptions::apply(const std::string& spec) {
       if (v == "1" || v == "true" || v == "on") o.release_idle_memory = true;
       else if (v == "0" || v == "false" || v == "off") o.release_idle_memory = false;
       else return invalid_argument("bad value '" + v + "' for session option 'release_idle_memory': expected 0 or 1");
+    } else if (k == "precision") {
+      if (v != "fp32" && v != "bf16")
+        return invalid_argument("bad value '" + v + "' for session option 'precision': expected fp32 or bf16");
+      o.precision = v;
     } else if (k == "worker_binary") {
       if (v.empty()) return invalid_argument("session option 'worker_binary' is empty");
       o.worker_binary = v;
@@ -305,7 +337,7 @@ Status SessionOptions::apply(const std::string& spec) {
       return invalid_argument("unknown session option '" + k +
                               "' (known: devices, threads, graph_capture, optimization_level, isolation, "
                               "worker_timeout_ms, worker_binary, submit_policy, max_file_bytes, max_tensor_bytes, max_loop_iterations, "
-                              "run_timeout_ms, max_concurrent_runs, share_weights, release_idle_memory)");
+                              "run_timeout_ms, max_concurrent_runs, share_weights, release_idle_memory, precision)");
     }
   }
   *this = std::move(o);
@@ -339,6 +371,12 @@ std::vector<std::pair<std::string, int>> Session::placement() const {
     r.emplace_back(pl[i].device->info().backend + ":" + std::to_string(pl[i].device->info().ordinal),
                    impl_->plan->node_count_per_placement[i]);
   return r;
+}
+
+Session::PrecisionUse Session::precision() const {
+  if (!impl_) return {};
+  if (impl_->remote) return impl_->remote->info().precision;
+  return impl_->precision;
 }
 
 Session::RunCounts Session::runs() const {
@@ -526,7 +564,7 @@ Result<NamedValues> Session::run_values(const NamedValues& inputs, const RunOpti
 
 isolate::ModelInfo isolate::describe_session(const Session& session) {
   const SessionImpl& s = *SessionAccess::impl(session);
-  return {s.all_inputs, s.input_required, s.input_bindable, s.outputs, session.placement()};
+  return {s.all_inputs, s.input_required, s.input_bindable, s.outputs, session.placement(), session.precision()};
 }
 
 Result<NamedValues> isolate::run_for_transfer(const Session& session, const NamedValues& inputs, const RunOptions& options) {

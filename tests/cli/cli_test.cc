@@ -368,5 +368,48 @@ g (float[1,3,8,8] x) => (float[1,4,8,8] y) <float[4,3,3,3] w = {)" + random_valu
   EXPECT_FALSE(std::filesystem::exists(m("q2.onnx")));
 }
 
+// --precision bf16: in-process and in a worker the same (the option reaches the worker),
+// the session says what it runs, and `check` reports what bfloat16 costs. On a CPU
+// without bf16 units BULKHEAD_CPU_BF16=force takes the bf16 path anyway.
+TEST_F(Cli, PrecisionBf16RunAndCheck) {
+  auto demo = demo::classifier_model_bytes();
+  ASSERT_TRUE(demo.is_ok());
+  dir_.write("demo.onnx", *demo);
+  ASSERT_TRUE(io::write_npy(m("image.npy"), demo::classifier_image(0.75f)).is_ok());
+  const char* old = std::getenv("BULKHEAD_CPU_BF16");
+  const std::string saved = old ? old : "";
+  setenv("BULKHEAD_CPU_BF16", "force", 1);
+  for (const char* d : {"fp32", "local", "remote"}) std::filesystem::create_directories(m(d));
+  std::string base = "run " + m("demo.onnx") + " -i image=" + m("image.npy") + " --threads 1";
+  Outcome f = bulkhead(base + " -o " + m("fp32"), dir_);
+  Outcome a = bulkhead(base + " --precision bf16 -o " + m("local"), dir_);
+  Outcome b = bulkhead(base + " --precision bf16 --isolation process -o " + m("remote"), dir_);
+  Outcome c = bulkhead("check " + m("demo.onnx") + " -i image=" + m("image.npy") + " --precision bf16 --no-report", dir_);
+  if (old) setenv("BULKHEAD_CPU_BF16", saved.c_str(), 1);
+  else unsetenv("BULKHEAD_CPU_BF16");
+  ASSERT_EQ(f.code, 0) << f.err;
+  ASSERT_EQ(a.code, 0) << a.err;
+  ASSERT_EQ(b.code, 0) << b.err;
+  EXPECT_EQ(f.out.find("precision"), std::string::npos) << f.out;  // fp32: nothing to say
+  for (const Outcome* o : {&a, &b}) EXPECT_NE(o->out.find("precision bf16 (3 nodes compute in bf16)"), std::string::npos) << o->out;
+  auto pf = io::read_npy(m("fp32") + "/probs.npy");
+  auto pa = io::read_npy(m("local") + "/probs.npy");
+  auto pb = io::read_npy(m("remote") + "/probs.npy");
+  ASSERT_TRUE(pf.is_ok() && pa.is_ok() && pb.is_ok());
+  EXPECT_TRUE(bitwise_equal(*pa, *pb));
+  EXPECT_FALSE(bitwise_equal(*pa, *pf));
+  for (int64_t i = 0; i < pf->numel(); ++i) EXPECT_NEAR(pa->data<float>()[i], pf->data<float>()[i], 0.02) << i;
+  EXPECT_EQ(c.code, 0) << c.out << c.err;
+  EXPECT_NE(c.out.find("precision: bf16 asked, bf16 run (3 nodes in bf16)"), std::string::npos) << c.out;
+  EXPECT_NE(c.out.find("output probs"), std::string::npos) << c.out;
+  EXPECT_NE(c.out.find("against fp32: cosine "), std::string::npos) << c.out;
+  EXPECT_NE(c.out.find(" dB"), std::string::npos) << c.out;
+  EXPECT_NE(c.out.find("verdict: clean"), std::string::npos) << c.out;
+  std::string run_base = base + " -o " + m("out");
+  expect_error(run_base + " --precision fp16", "--precision 'fp16': expected fp32 or bf16");
+  expect_error(run_base + " --precision bf16 -O 1", "--precision bf16 needs --optimization-level 2");
+  expect_error("check " + m("demo.onnx") + " --precision int4 --no-report", "--precision must be fp32 or bf16");
+}
+
 }  // namespace
 }  // namespace bulkhead::test

@@ -1,8 +1,14 @@
 // The real models in ../shared/models match ONNX Runtime's reference outputs, and Silero
 // VAD runs as a 40-call streaming loop with stateN fed back, matching ORT call by call.
+#include <algorithm>
+#include <array>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
+#include <map>
+#include <random>
 
+#include "backend/backend.h"
 #include "io/npy.h"
 #include "support/test_util.h"
 
@@ -48,6 +54,92 @@ TEST(RealModels, PpOcrDetectionTwoThreads) { check_model("ppocrv4_det", 1e-4, 2)
 TEST(RealModels, PpOcrRecognition) { check_model("ppocrv4_rec", 1e-4, 1); }
 TEST(RealModels, PpOcrRecognitionTwoThreads) { check_model("ppocrv4_rec", 1e-4, 2); }
 TEST(RealModels, SileroVad) { check_model("silero_vad_v5", 1e-5, 1); }
+
+// det's input for a page of text: dark 5x7 glyphs (scaled 3 and 4 times) in five lines on a
+// light, slightly noisy background, normalised as PaddleOCR does (ImageNet mean and std).
+// The model's reference input is noise, whose probability map is all near zero; this one
+// gives text regions near 1, where a precision's cost is what a user sees.
+Tensor text_page(int64_t H = 480, int64_t W = 640) {
+  static const std::map<char, std::array<const char*, 7>> glyphs = {
+      {'A', {"01110", "10001", "10001", "11111", "10001", "10001", "10001"}},
+      {'B', {"11110", "10001", "11110", "10001", "10001", "10001", "11110"}},
+      {'C', {"01111", "10000", "10000", "10000", "10000", "10000", "01111"}},
+      {'D', {"11110", "10001", "10001", "10001", "10001", "10001", "11110"}},
+      {'E', {"11111", "10000", "11110", "10000", "10000", "10000", "11111"}},
+      {'H', {"10001", "10001", "11111", "10001", "10001", "10001", "10001"}},
+      {'L', {"10000", "10000", "10000", "10000", "10000", "10000", "11111"}},
+      {'O', {"01110", "10001", "10001", "10001", "10001", "10001", "01110"}},
+      {'R', {"11110", "10001", "11110", "10100", "10010", "10001", "10001"}},
+      {'T', {"11111", "00100", "00100", "00100", "00100", "00100", "00100"}},
+      {'W', {"10001", "10001", "10001", "10101", "10101", "11011", "10001"}},
+      {'1', {"00100", "01100", "00100", "00100", "00100", "00100", "01110"}},
+      {'2', {"01110", "10001", "00001", "00110", "01000", "10000", "11111"}},
+      {'3', {"11110", "00001", "00110", "00001", "00001", "10001", "01110"}},
+  };
+  std::vector<float> gray(static_cast<size_t>(H * W), 240.f);
+  const char* lines[] = {"HELLO WORLD 123", "BLOCKHEAD TEXT", "CODE 2131 WE", "THE OLD CAR", "RED BOAT 321"};
+  int64_t y = 40;
+  for (int li = 0; li < 5; ++li) {
+    const int64_t s = 3 + li % 2;
+    int64_t x = 30 + 20 * li;
+    for (const char* c = lines[li]; *c; ++c) {
+      auto g = glyphs.find(*c);
+      for (int64_t r = 0; r < 7 * s && g != glyphs.end(); ++r)
+        for (int64_t q = 0; q < 5 * s; ++q)
+          if (g->second[r / s][q / s] == '1' && y + r < H && x + q < W) gray[(y + r) * W + x + q] -= 200.f;
+      x += 6 * s;
+    }
+    y += 7 * s + 50;
+  }
+  std::mt19937 rng(1);
+  std::normal_distribution<float> noise(0.f, 4.f);
+  const float mean[3] = {0.485f, 0.456f, 0.406f}, stdev[3] = {0.229f, 0.224f, 0.225f};
+  Tensor t = Tensor::host(DataType::kFloat32, {1, 3, H, W});
+  for (int64_t c = 0; c < 3; ++c)
+    for (int64_t i = 0; i < H * W; ++i) {
+      float v = std::clamp(gray[i] + noise(rng), 0.f, 255.f) / 255.f;
+      t.data<float>()[c * H * W + i] = (v - mean[c]) / stdev[c];
+    }
+  return t;
+}
+
+// precision bf16 on det (SessionOptions::precision): the probability map of a page of text
+// against fp32's, as `bulkhead check --precision bf16` reports it. BULKHEAD_CPU_BF16=force
+// where the CPU has no bf16 units.
+TEST(RealModels, PpOcrDetectionInBf16StaysWithinItsPrice) {
+  bool units = false;
+  for (const auto& d : Env().devices()) units = units || (d.backend == "cpu" && !d.bf16_units.empty());
+  const bool forced = !units && !std::getenv("BULKHEAD_CPU_BF16");
+  if (forced) setenv("BULKHEAD_CPU_BF16", "force", 1);
+  Env env;
+  SessionOptions o;
+  o.threads = 1;
+  auto f = env.load(shared_dir() + "/models/ppocrv4_det/model.onnx", o);
+  o.precision = "bf16";
+  auto b = env.load(shared_dir() + "/models/ppocrv4_det/model.onnx", o);
+  if (forced) unsetenv("BULKHEAD_CPU_BF16");
+  ASSERT_TRUE(f.is_ok() && b.is_ok());
+  EXPECT_EQ(b->precision().effective, "bf16") << b->precision().note;
+  EXPECT_GE(b->precision().bf16_nodes, 60);
+  const Tensor x = text_page();
+  auto yf = f->run({{"x", x}});
+  auto yb = b->run({{"x", x}});
+  ASSERT_TRUE(yf.is_ok() && yb.is_ok());
+  const Tensor& pf = (*yf)[0].second;
+  const Tensor& pb = (*yb)[0].second;
+  double dot = 0, nf = 0, nb = 0, text = 0, flipped = 0;
+  for (int64_t i = 0; i < pf.numel(); ++i) {
+    double u = pf.data<float>()[i], v = pb.data<float>()[i];
+    dot += u * v, nf += u * u, nb += v * v;
+    text += u > 0.3;  // DB's binarisation threshold
+    flipped += (u > 0.3) != (v > 0.3);
+  }
+  const double cosine = dot / std::sqrt(nf * nb);
+  ::testing::Test::RecordProperty("det_bf16_cosine", std::to_string(cosine));
+  EXPECT_GT(text / pf.numel(), 0.02) << "the page's text was not found: the test image is wrong";
+  EXPECT_GE(cosine, 0.999);
+  EXPECT_LE(flipped / pf.numel(), 1e-3);  // pixels whose text / background call changed
+}
 
 TEST(RealModels, SileroStreamingLoopMatchesOrtCallByCall) {
   std::string data = std::string(BULKHEAD_SOURCE_DIR) + "/tests/data/silero_loop";

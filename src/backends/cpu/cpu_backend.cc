@@ -105,6 +105,7 @@ class CpuBackend final : public Backend {
     d.driver = "oneDNN " + std::to_string(v->major) + "." + std::to_string(v->minor) + "." + std::to_string(v->patch);
     d.submit_policy = "n/a (synchronous)";
     d.detail = std::to_string(kernels_->op_names().size()) + " operators";
+    d.bf16_units = cpu::bf16_units();
     return d;
   }
   std::shared_ptr<const KernelTable> kernels_;

@@ -20,6 +20,10 @@ void register_image_kernels(KernelTable& t);          // ImageDecoder (libjpeg, 
 void register_ml_kernels(KernelTable& t);             // ai.onnx.ml LabelEncoder
 void register_sequence_attention_kernels(KernelTable& t);  // LinearAttention, CausalConvWithState, FlexAttention
 void register_roi_training_kernels(KernelTable& t);   // RoiAlign; ai.onnx.preview.training Adagrad, Adam, Momentum
-void register_string_kernels(KernelTable& t);         // StringNormalizer
+void register_string_kernels(KernelTable& t);
+
+// The hardware that makes bfloat16 convolutions and products fast on this CPU ("AMX",
+// "AVX512-BF16"), or "" (DeviceInfo::bf16_units). kernels/precision.cc.
+std::string bf16_units();         // StringNormalizer
 
 }  // namespace bulkhead::cpu

@@ -524,6 +524,12 @@ class ConvKernel final : public Kernel {
     x_blocked_ = x_blocked;
     y_blocked_ = y_blocked;
   }
+  // SessionOptions::precision "bf16" (set by the layout pass): bfloat16 inputs and weights,
+  // float32 sums; `y_bf16`: a blocked Y is stored as bfloat16 (its readers take that).
+  void set_bf16(bool bf16, bool y_bf16) {
+    bf16_ = bf16;
+    y_bf16_ = bf16 && y_bf16;
+  }
   // Packed weights are then shared with the Env's other sessions (KernelInfo::shared).
   void share_with(std::shared_ptr<SharedConstants> shared) { shared_ = std::move(shared); }
 
@@ -545,9 +551,15 @@ class ConvKernel final : public Kernel {
     bool fused = false;  // the primitive applies the kernel's post-ops
   };
 
-  // xb / yb: X / Y in nChw16c.
+  // xb / yb: X / Y in nChw16c; xbf / ybf: X / Y are bfloat16 tensors.
   std::shared_ptr<const Plan> plan_for(const Shape& x, const Shape& w, bool has_bias, const Geometry& g, int64_t G,
-                                       bool xb = false, bool yb = false) const;
+                                       bool xb = false, bool yb = false, bool xbf = false, bool ybf = false) const;
+  // One attempt at a plan: computing in bfloat16 (`cbf`) or float32, with the fused
+  // post-ops in the primitive or not. `problem` / `key`: the plan's keys (for sharing
+  // packed weights between the plans of one problem). Called with mu_ held.
+  std::shared_ptr<Plan> make_plan(const Shape& x, const Shape& w, bool has_bias, const Geometry& g, int64_t G, bool xb,
+                                  bool yb, bool xbf, bool ybf, bool cbf, bool with_post,
+                                  const std::vector<int64_t>& problem, const std::vector<int64_t>& key) const;
   Status run_dnnl(KernelContext& ctx, const Plan& p, const Tensor& x, const Tensor& w, const Tensor* b, Tensor& y,
                   const Tensor* sum) const;
   // A Conv with X and/or Y in nChw16c; `xs` is X's logical [N, C, H, W] shape.
@@ -566,19 +578,23 @@ class ConvKernel final : public Kernel {
   bool winograd_ = true;
   // Layouts chosen by the layout pass (exec/layout.h): X and/or Y in nChw16c.
   bool x_blocked_ = false, y_blocked_ = false;
+  bool bf16_ = false, y_bf16_ = false;
   std::shared_ptr<SharedConstants> shared_;
   mutable std::mutex mu_;
   mutable std::map<std::vector<int64_t>, std::shared_ptr<const Plan>> plans_;
 };
 
 std::shared_ptr<const ConvKernel::Plan> ConvKernel::plan_for(const Shape& x, const Shape& w, bool has_bias,
-                                                             const Geometry& g, int64_t G, bool xb, bool yb) const {
+                                                             const Geometry& g, int64_t G, bool xb, bool yb, bool xbf,
+                                                             bool ybf) const {
   std::vector<int64_t> key(x.begin(), x.end());
   key.push_back(-1);
   key.insert(key.end(), w.begin(), w.end());
   key.push_back(has_bias ? 1 : 0);
   key.push_back(xb ? 1 : 0);
   key.push_back(yb ? 1 : 0);
+  key.push_back(xbf ? 1 : 0);
+  key.push_back(ybf ? 1 : 0);
   // oneDNN fixes a primitive's thread count when it is made (the calling thread's OpenMP
   // count, which is what the core budget granted this run), so a session keeps one plan
   // per count it has been granted; the plans of one problem share their packed weights.
@@ -589,12 +605,31 @@ std::shared_ptr<const ConvKernel::Plan> ConvKernel::plan_for(const Shape& x, con
   if (it != plans_.end()) return it->second;
 
   std::shared_ptr<Plan> p;
-  // With the fused post-ops in the primitive first; if oneDNN rejects them, without
-  // (they are then applied after it).
-  for (bool with_post : {true, false}) {
-  if (!with_post && post_.empty()) break;
-  p = std::make_shared<Plan>();
+  // In bfloat16 first when the session asked for it, then in float32 where oneDNN has no
+  // optimised bfloat16 kernel for the problem; with the fused post-ops in the primitive
+  // first, then without (they are then applied after it).
+  for (bool cbf : {true, false}) {
+    if (cbf && !bf16_) continue;
+    for (bool with_post : {true, false}) {
+      if (!with_post && post_.empty()) break;
+      p = make_plan(x, w, has_bias, g, G, xb, yb, xbf, ybf, cbf, with_post, problem, key);
+      if (!p->use_ref) break;
+    }
+    if (!p->use_ref) break;
+  }
+  plans_.emplace(key, p);
+  return p;
+}
+
+std::shared_ptr<ConvKernel::Plan> ConvKernel::make_plan(const Shape& x, const Shape& w, bool has_bias, const Geometry& g,
+                                                       int64_t G, bool xb, bool yb, bool xbf, bool ybf, bool cbf,
+                                                       bool with_post, const std::vector<int64_t>& problem,
+                                                       const std::vector<int64_t>& key) const {
+  auto p = std::make_shared<Plan>();
   p->fused = with_post;
+  using dt = memory::data_type;
+  // The element types of the tensors (user) and of the computation.
+  const dt xt = xbf ? dt::bf16 : dt::f32, yt = ybf ? dt::bf16 : dt::f32, ct = cbf ? dt::bf16 : dt::f32;
   try {
     int nsp = g.nsp;
     int64_t N = x[0], C = x[1];
@@ -617,11 +652,14 @@ std::shared_ptr<const ConvKernel::Plan> ConvKernel::plan_for(const Shape& x, con
       wstrides.push_back(Mg * ksz);  // i
       wstrides.insert(wstrides.end(), kstr.begin(), kstr.end());
     }
-    p->user_src = xb ? blocked_md(src_dims) : plain_md(src_dims);
-    p->user_dst = yb ? blocked_md(dst_dims) : plain_md(dst_dims);
-    p->user_w = memory::desc(wdims, memory::data_type::f32, wstrides);
-    p->bias_md = has_bias ? memory::desc({M}, memory::data_type::f32, memory::format_tag::a) : memory::desc();
-    auto any = [](const Dims& d) { return memory::desc(d, memory::data_type::f32, memory::format_tag::any); };
+    p->user_src = xb ? blocked_md(src_dims, xt) : plain_md(src_dims, xt);
+    p->user_dst = yb ? blocked_md(dst_dims, yt) : plain_md(dst_dims, yt);
+    p->user_w = memory::desc(wdims, dt::f32, wstrides);
+    p->bias_md = has_bias ? memory::desc({M}, dt::f32, memory::format_tag::a) : memory::desc();
+    // The computation's source and weights are in its type; its destination in Y's
+    // (oneDNN's bfloat16 convolutions write float32 too).
+    const dt dst_t = cbf ? yt : dt::f32;
+    auto any = [](const Dims& d, dt t) { return memory::desc(d, t, memory::format_tag::any); };
     Dims strides(g.s.begin(), g.s.end()), dil(nsp), pl(g.pb.begin(), g.pb.end()), pr(nsp);
     for (int i = 0; i < nsp; ++i) dil[i] = g.d[i] - 1;
     dnnl::primitive_attr attr;
@@ -645,15 +683,19 @@ std::shared_ptr<const ConvKernel::Plan> ConvKernel::plan_for(const Shape& x, con
       }
       attr.set_post_ops(po);
     }
+    // oneDNN's reference kernels take any layout and type, at a hundred times the cost of
+    // a reorder: in bfloat16, or with forced layouts, only an optimised kernel will do.
+    auto is_ref = [](const char* impl) { return std::string(impl).rfind("ref", 0) == 0; };
     if (!transpose_) {
       for (int i = 0; i < nsp; ++i) pr[i] = g.pe[i];
-      // A blocked X or Y is given to the primitive as it is (no reorder) when oneDNN has a
-      // kernel for it; otherwise the primitive picks its layouts and we reorder.
+      // A blocked X or Y is given to the primitive as it is (no reorder, or a conversion
+      // of its element type only) when oneDNN has a kernel for it; otherwise the
+      // primitive picks its layouts and we reorder.
       bool forced = xb || yb;
       auto make_pd = [&](dnnl::algorithm alg) {
-        memory::desc sd = forced && xb ? p->user_src : any(src_dims);
-        memory::desc dd = forced && yb ? p->user_dst : any(dst_dims);
-        dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_inference, alg, sd, any(wdims), p->bias_md, dd,
+        memory::desc sd = forced && xb ? blocked_md(src_dims, ct) : any(src_dims, ct);
+        memory::desc dd = forced && yb ? blocked_md(dst_dims, dst_t) : any(dst_dims, dst_t);
+        dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_inference, alg, sd, any(wdims, ct), p->bias_md, dd,
                                           strides, dil, pl, pr);
         return dnnl::convolution_forward::primitive_desc(d, attr, eng_);
       };
@@ -661,8 +703,8 @@ std::shared_ptr<const ConvKernel::Plan> ConvKernel::plan_for(const Shape& x, con
       // about half the multiplications of a direct convolution, at a float error of the
       // order of 1e-6 relative. oneDNN says when it has no Winograd kernel for a shape.
       dnnl::convolution_forward::primitive_desc pd;
-      bool wino = winograd_ && G == 1 && nsp == 2 && g.k[0] == 3 && g.k[1] == 3 && g.s[0] == 1 && g.s[1] == 1 &&
-                  g.d[0] == 1 && g.d[1] == 1;
+      bool wino = winograd_ && !cbf && G == 1 && nsp == 2 && g.k[0] == 3 && g.k[1] == 3 && g.s[0] == 1 &&
+                  g.s[1] == 1 && g.d[0] == 1 && g.d[1] == 1;
       if (wino) {
         try {
           pd = make_pd(dnnl::algorithm::convolution_winograd);
@@ -673,9 +715,7 @@ std::shared_ptr<const ConvKernel::Plan> ConvKernel::plan_for(const Shape& x, con
       if (!wino) {
         try {
           pd = make_pd(dnnl::algorithm::convolution_direct);
-          // oneDNN's reference kernel takes any layout, at a hundred times the cost of a
-          // reorder: with forced layouts, only an optimised kernel will do.
-          if (forced && std::string(pd.impl_info_str()).rfind("ref", 0) == 0)
+          if (forced && is_ref(pd.impl_info_str()))
             throw dnnl::error(dnnl_unimplemented, "only the reference kernel takes these layouts");
         } catch (const dnnl::error&) {
           if (!forced) throw;
@@ -683,6 +723,8 @@ std::shared_ptr<const ConvKernel::Plan> ConvKernel::plan_for(const Shape& x, con
           pd = make_pd(dnnl::algorithm::convolution_direct);
         }
       }
+      if (cbf && is_ref(pd.impl_info_str()))
+        throw dnnl::error(dnnl_unimplemented, "no optimised bfloat16 kernel");
       p->src_md = pd.src_desc();
       p->dst_md = pd.dst_desc();
       p->w_md = pd.weights_desc();
@@ -699,9 +741,29 @@ std::shared_ptr<const ConvKernel::Plan> ConvKernel::plan_for(const Shape& x, con
         }
       }
       if (!p->use_ref) {
-        dnnl::deconvolution_forward::desc d(dnnl::prop_kind::forward_inference, dnnl::algorithm::deconvolution_direct,
-                                            any(src_dims), any(wdims), p->bias_md, any(dst_dims), strides, dil, pl, pr);
-        dnnl::deconvolution_forward::primitive_desc pd(d, attr, eng_);
+        // A few output channels (a segmentation head's last layer): in a 16-channel block
+        // layout the primitive would write up to 16 times the output and a reorder would
+        // read it all back, so ask for the plain layout, where oneDNN has a kernel for it.
+        auto make_pd = [&](bool plain_dst) {
+          dnnl::deconvolution_forward::desc d(dnnl::prop_kind::forward_inference, dnnl::algorithm::deconvolution_direct,
+                                              any(src_dims, ct), any(wdims, ct), p->bias_md,
+                                              plain_dst ? plain_md(dst_dims, dst_t) : any(dst_dims, dst_t), strides, dil,
+                                              pl, pr);
+          return dnnl::deconvolution_forward::primitive_desc(d, attr, eng_);
+        };
+        dnnl::deconvolution_forward::primitive_desc pd;
+        bool plain_dst = M <= kBlock / 2;
+        if (plain_dst) {
+          try {
+            pd = make_pd(true);
+            plain_dst = !is_ref(pd.impl_info_str());
+          } catch (const dnnl::error&) {
+            plain_dst = false;
+          }
+        }
+        if (!plain_dst) pd = make_pd(false);
+        if (cbf && is_ref(pd.impl_info_str()))
+          throw dnnl::error(dnnl_unimplemented, "no optimised bfloat16 kernel");
         p->src_md = pd.src_desc();
         p->dst_md = pd.dst_desc();
         p->w_md = pd.weights_desc();
@@ -730,7 +792,8 @@ std::shared_ptr<const ConvKernel::Plan> ConvKernel::plan_for(const Shape& x, con
           }
       }
       if (const_w_.defined() && p->re_w && !p->has_packed) {
-        // Pack the constant weights once for this primitive.
+        // Pack the constant weights once for this primitive (in bfloat16 for a bfloat16
+        // computation: the conversion happens here, once).
         PackedWeights pw = pack_constant_shared(shared_, transpose_ ? "deconv-w" : "conv-w", eng_, p->user_w, p->w_md,
                                                 &p->w_re, const_w_);
         p->packed_w = pw.mem;
@@ -742,9 +805,6 @@ std::shared_ptr<const ConvKernel::Plan> ConvKernel::plan_for(const Shape& x, con
     p->use_ref = true;
     p->why_ref = e.what();
   }
-  if (!p->use_ref) break;
-  }
-  plans_.emplace(key, p);
   return p;
 }
 
@@ -810,6 +870,11 @@ Status ConvKernel::compute(KernelContext& ctx) const {
   if (!x || !w) return invalid_argument(where + "inputs X and W are required");
   if (b && !b->defined()) b = nullptr;
   DataType dt = x->dtype();
+  // A bfloat16 X in nChw16c: the layout pass's bf16 chain (SessionOptions::precision);
+  // everything else about the node is float32.
+  const bool xbf = bf16_ && x_blocked_ && dt == DataType::kBFloat16;
+  if (xbf) dt = DataType::kFloat32;
+  const DataType ydt = y_bf16_ && y_blocked_ ? DataType::kBFloat16 : dt;
   if (is_half(dt) && !const_w_.defined())
     return dnnl_run_as_float32(ctx, dt, [this](KernelContext& c) { return compute(c); });
   if (dt != DataType::kFloat32 && dt != DataType::kFloat64) BH_UNSUPPORTED_DTYPE(where, dt);
@@ -822,7 +887,7 @@ Status ConvKernel::compute(KernelContext& ctx) const {
     int64_t Cl = w->rank() == 4 ? w->dim(1) * a_.group : 0;
     if (dt != DataType::kFloat32 || x->rank() != 5 || x->dim(4) != kBlock || Cl <= 0 || x->dim(1) != blocks_of(Cl))
       return invalid_argument(where + "X " + x->describe() + " is not the nChw16c layout of " + std::to_string(Cl) +
-                              " float32 channels");
+                              (bf16_ ? " float32 or bfloat16 channels" : " float32 channels"));
     xs = {x->dim(0), Cl, x->dim(2), x->dim(3)};
   }
   if (y_blocked_ && (dt != DataType::kFloat32 || xs.size() != 4))
@@ -859,8 +924,8 @@ Status ConvKernel::compute(KernelContext& ctx) const {
   if (has_sum_) {
     sum = ctx.input(3);
     if (!sum || !sum->defined()) return invalid_argument(where + "the fused summand (input 3) is missing");
-    if (sum->dtype() != dt)
-      return invalid_argument(where + "the fused summand " + sum->describe() + " must have element type " + dtype_name(dt));
+    if (sum->dtype() != ydt)
+      return invalid_argument(where + "the fused summand " + sum->describe() + " must have element type " + dtype_name(ydt));
   }
   if (x_blocked_ || y_blocked_) {
     Shape ashape = yshape;
@@ -872,13 +937,13 @@ Status ConvKernel::compute(KernelContext& ctx) const {
     if (sum) {
       // oneDNN's sum post-op adds the convolution to what the output holds: the summand's
       // memory can be the output when nothing reads it after this node.
-      auto plan = plan_for(xs, w->shape(), b != nullptr, g, a_.group, x_blocked_, y_blocked_);
+      auto plan = plan_for(xs, w->shape(), b != nullptr, g, a_.group, x_blocked_, y_blocked_, xbf, ydt != dt);
       if (!plan->use_ref && plan->fused && !plan->re_dst) {
-        BH_ASSIGN_OR_RETURN(y, ctx.reuse_input_as_output(3, 0, dt, ashape));
+        BH_ASSIGN_OR_RETURN(y, ctx.reuse_input_as_output(3, 0, ydt, ashape));
       }
     }
     if (!y.defined()) {
-      BH_ASSIGN_OR_RETURN(y, ctx.allocate_output(0, dt, ashape));
+      BH_ASSIGN_OR_RETURN(y, ctx.allocate_output(0, ydt, ashape));
     }
     return conv_blocked(ctx, *x, xs, *w, b, y, g, sum);
   }
@@ -925,36 +990,57 @@ Status ConvKernel::compute(KernelContext& ctx) const {
 Status ConvKernel::conv_blocked(KernelContext& ctx, const Tensor& x, const Shape& xs, const Tensor& w, const Tensor* b,
                                 Tensor& y, const Geometry& g, const Tensor* sum) const {
   if (y.numel() == 0) return Status::ok();
-  auto plan = plan_for(xs, w.shape(), b != nullptr, g, a_.group, x_blocked_, y_blocked_);
+  const bool xbf = x.dtype() == DataType::kBFloat16, ybf = y.dtype() == DataType::kBFloat16;
+  auto plan = plan_for(xs, w.shape(), b != nullptr, g, a_.group, x_blocked_, y_blocked_, xbf, ybf);
   if (!plan->use_ref) {
     if (plan->fused || post_.empty()) return run_dnnl(ctx, *plan, x, w, b, y, sum);
-    // The post-ops are element-wise: applied to the blocked output as they are (the
-    // summand has the same layout).
-    BH_RETURN_IF_ERROR(run_dnnl(ctx, *plan, x, w, b, y, nullptr));
-    apply_post_ops_all(post_, y.data<float>(), sum ? sum->data<float>() : nullptr, y.numel(), ctx.threads());
-    return Status::ok();
+    if (!ybf) {
+      // The post-ops are element-wise: applied to the blocked output as they are (the
+      // summand has the same layout).
+      BH_RETURN_IF_ERROR(run_dnnl(ctx, *plan, x, w, b, y, nullptr));
+      apply_post_ops_all(post_, y.data<float>(), sum ? sum->data<float>() : nullptr, y.numel(), ctx.threads());
+      return Status::ok();
+    }
   }
-  // No oneDNN kernel for this problem: the plain paths on converted copies.
+  // No oneDNN kernel for this problem (or post-ops it cannot fuse into a bfloat16
+  // output): the plain float32 paths on converted copies.
   const int64_t N = xs[0], C = xs[1];
   const int64_t M = y_blocked_ ? w.dim(0) : y.dim(1);
   Shape ys{N, M, g.out[0], g.out[1]};
   const int64_t S_in = xs[2] * xs[3], S_out = ys[2] * ys[3];
+  // A float32 copy of a bfloat16 tensor (the same layout), or the tensor itself.
+  auto as_f32 = [&](const Tensor& t) -> Result<Tensor> {
+    if (t.dtype() != DataType::kBFloat16) return t;
+    BH_ASSIGN_OR_RETURN(Tensor f, ctx.allocate_scratch(DataType::kFloat32, t.shape()));
+    bf16_to_f32(t.data<uint16_t>(), f.data<float>(), t.numel());
+    return f;
+  };
   Tensor xp = x, yp = y, sp;
   if (x_blocked_) {
+    BH_ASSIGN_OR_RETURN(Tensor xf, as_f32(x));
     BH_ASSIGN_OR_RETURN(xp, ctx.allocate_scratch(DataType::kFloat32, xs));
-    blocked_to_plain(x.data<float>(), xp.data<float>(), N, C, S_in);
+    blocked_to_plain(xf.data<float>(), xp.data<float>(), N, C, S_in);
   }
   const Tensor* sum_plain = sum;
   if (y_blocked_) {
     BH_ASSIGN_OR_RETURN(yp, ctx.allocate_scratch(DataType::kFloat32, ys));
     if (sum) {
+      BH_ASSIGN_OR_RETURN(Tensor sf, as_f32(*sum));
       BH_ASSIGN_OR_RETURN(sp, ctx.allocate_scratch(DataType::kFloat32, ys));
-      blocked_to_plain(sum->data<float>(), sp.data<float>(), N, M, S_out);
+      blocked_to_plain(sf.data<float>(), sp.data<float>(), N, M, S_out);
       sum_plain = &sp;
     }
   }
   BH_RETURN_IF_ERROR(conv_into(ctx, xp, w, b, yp, g, post_, sum_plain));
-  if (y_blocked_) plain_to_blocked(yp.data<float>(), y.data<float>(), N, M, S_out);
+  if (y_blocked_) {
+    if (!ybf) {
+      plain_to_blocked(yp.data<float>(), y.data<float>(), N, M, S_out);
+    } else {
+      BH_ASSIGN_OR_RETURN(Tensor yf, ctx.allocate_scratch(DataType::kFloat32, y.shape()));
+      plain_to_blocked(yp.data<float>(), yf.data<float>(), N, M, S_out);
+      f32_to_bf16(yf.data<float>(), y.data<uint16_t>(), y.numel());
+    }
+  }
   return Status::ok();
 }
 
@@ -985,7 +1071,7 @@ Status ConvKernel::conv_into(KernelContext& ctx, const Tensor& xt, const Tensor&
     return Status::ok();
   }
   const float* sumf = sum && dt == DataType::kFloat32 ? sum->data<float>() : nullptr;
-  if (dt == DataType::kFloat32 && !transpose_) {
+  if (dt == DataType::kFloat32 && !transpose_ && !bf16_) {
     // Grouped 1x1 (ShuffleNet) too, unless each group is whole 16-channel blocks, which
     // oneDNN's kernels take as they are.
     bool pointwise = G == 1 || (C / G) % 16 != 0 || (M / G) % 16 != 0;
@@ -1059,10 +1145,15 @@ Result<std::unique_ptr<Kernel>> make_conv(const KernelInfo& info, bool transpose
   };
   BH_ASSIGN_OR_RETURN(bool xb, layout("_x_layout"));
   BH_ASSIGN_OR_RETURN(bool yb, layout("_y_layout"));
+  BH_ASSIGN_OR_RETURN(bool bf16, bf16_precision(info));
+  const std::string yt = n.attr_string("_y_type", "");
+  if (!yt.empty() && (yt != "bf16" || !bf16 || !yb))
+    return invalid_argument(info.where() + "unsupported _y_type '" + yt + "' (only bf16, for a blocked Y computed in bf16)");
   try {
     dnnl::engine eng(dnnl::engine::kind::cpu, 0);
     auto k = std::make_unique<ConvKernel>(std::move(a), transpose, std::move(cw), std::move(eng), std::move(post));
     k->set_layouts(xb, yb);
+    k->set_bf16(bf16, !yt.empty());
     k->share_with(info.shared);
     return std::unique_ptr<Kernel>(std::move(k));
   } catch (const dnnl::error& e) {

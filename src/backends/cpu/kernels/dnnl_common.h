@@ -26,8 +26,13 @@ inline Dims row_major_strides(const Dims& d) {
   return s;
 }
 
-inline memory::desc plain_md(const Dims& dims) {
-  return memory::desc(dims, memory::data_type::f32, row_major_strides(dims));
+inline memory::desc plain_md(const Dims& dims, memory::data_type t = memory::data_type::f32) {
+  return memory::desc(dims, t, row_major_strides(dims));
+}
+
+// oneDNN's element type for a tensor's: f32 or bf16 (the two the float kernels take).
+inline memory::data_type dnnl_float_type(DataType t) {
+  return t == DataType::kBFloat16 ? memory::data_type::bf16 : memory::data_type::f32;
 }
 
 // Channels per block of the blocked layout, and a value's attribute naming it.
@@ -35,10 +40,18 @@ inline constexpr int64_t kBlock = 16;
 inline int64_t blocks_of(int64_t channels) { return (channels + kBlock - 1) / kBlock; }
 
 // nChw16c (2-D spatial) or nCw16c / nCdhw16c for logical dims [N, C, spatial...].
-inline memory::desc blocked_md(const Dims& dims) {
+inline memory::desc blocked_md(const Dims& dims, memory::data_type dt = memory::data_type::f32) {
   using tag = memory::format_tag;
   tag t = dims.size() == 3 ? tag::nCw16c : dims.size() == 5 ? tag::nCdhw16c : tag::nChw16c;
-  return memory::desc(dims, memory::data_type::f32, t);
+  return memory::desc(dims, dt, t);
+}
+
+// bfloat16 <-> float32 copies, for the paths that compute in float32 on bfloat16 tensors.
+inline void bf16_to_f32(const uint16_t* x, float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = bfloat16_to_float(x[i]);
+}
+inline void f32_to_bf16(const float* x, uint16_t* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = float_to_bfloat16(x[i]);
 }
 
 // Plain [N, C, S] <-> nChw16c [N, ceil(C/16), S, 16] with zero padding, for the paths
@@ -65,6 +78,10 @@ inline void blocked_to_plain(const float* x, float* y, int64_t N, int64_t C, int
       for (int64_t i = 0; i < S; ++i) yp[i] = xb[i * kBlock];
     }
 }
+
+// Whether the layout pass asked this node to compute in bfloat16 (attribute `_precision`
+// = "bf16", SessionOptions::precision); an error for any other value. precision.cc.
+Result<bool> bf16_precision(const KernelInfo& info);
 
 // A reorder with a user-managed scratchpad (so it can run on several threads at once).
 struct Reorder {

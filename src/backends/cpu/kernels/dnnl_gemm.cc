@@ -3,17 +3,22 @@
 // float32 products run on oneDNN's JIT sgemm (row-major, threaded with the calling
 // thread's OpenMP thread count). Batched MatMul with a 2-D right operand collapses into
 // one sgemm; otherwise each broadcast batch is one sgemm. float64 and integer types run on
-// plain loops.
+// plain loops. With SessionOptions::precision "bf16", a product with a constant 2-D right
+// operand runs on oneDNN's bfloat16 matmul (Bf16ProductKernel below).
 
 #include <oneapi/dnnl/dnnl.hpp>
+#include <omp.h>
 
 #include <cstring>
 #include <functional>
+#include <map>
+#include <mutex>
 #include <string>
 #include <vector>
 
 #include "backends/cpu/cpu_kernels.h"
 #include "backends/cpu/cpu_util.h"
+#include "backends/cpu/kernels/dnnl_common.h"
 #include "backends/cpu/kernels/type_check.h"
 
 namespace bulkhead::cpu {
@@ -236,6 +241,149 @@ Status gemm_compute(const GemmAttrs& g, KernelContext& ctx) {
   return Status::ok();
 }
 
+// ---------------------------------------------------------------------------------------
+// bfloat16 products (SessionOptions::precision "bf16")
+
+using namespace dnnl_util;
+
+// MatMul of A [..., M, K] by a constant B [K, N], or Gemm (A [M, K] or transposed, by a
+// constant B [K, N] or transposed, plus C): B converted to bfloat16 and packed once (shared
+// with the Env's other sessions), A converted to bfloat16 on each run, the sums and the
+// output in float32. Where oneDNN has no optimised bfloat16 kernel for a shape, or A is
+// not float32, the float32 product above runs instead.
+class Bf16ProductKernel final : public Kernel {
+ public:
+  Bf16ProductKernel(bool gemm, GemmAttrs g, Tensor b, dnnl::engine eng, std::shared_ptr<SharedConstants> shared)
+      : gemm_(gemm), g_(g), b_(std::move(b)), eng_(std::move(eng)), shared_(std::move(shared)) {}
+
+  Status compute(KernelContext& ctx) const override {
+    const Tensor* A = ctx.input(0);
+    const Tensor* C = gemm_ ? ctx.input(2) : nullptr;
+    if (C && !C->defined()) C = nullptr;
+    auto as_float32 = [&]() { return gemm_ ? gemm_compute(g_, ctx) : matmul_compute(ctx); };
+    if (!A || A->dtype() != DataType::kFloat32 || (C && C->dtype() != DataType::kFloat32)) return as_float32();
+    const int64_t K = g_.tb ? b_.dim(1) : b_.dim(0), N = g_.tb ? b_.dim(0) : b_.dim(1);
+    int64_t M = 0;
+    Shape yshape;
+    if (gemm_) {
+      if (A->rank() != 2) return as_float32();  // its error message
+      if ((g_.ta ? A->dim(0) : A->dim(1)) != K) return as_float32();
+      M = g_.ta ? A->dim(1) : A->dim(0);
+      yshape = {M, N};
+    } else {
+      if (A->rank() < 2 || A->dim(A->rank() - 1) != K) return as_float32();
+      M = A->numel() / std::max<int64_t>(K, 1);
+      yshape = A->shape();
+      yshape.back() = N;
+    }
+    if (M == 0 || K == 0 || N == 0) return as_float32();
+    bool use_c = C && g_.beta != 0.f;
+    if (use_c) {
+      bool ok = C->rank() <= 2;
+      if (ok && C->rank() == 2) ok = (C->dim(0) == 1 || C->dim(0) == M) && (C->dim(1) == 1 || C->dim(1) == N);
+      if (ok && C->rank() == 1) ok = C->dim(0) == 1 || C->dim(0) == N;
+      if (!ok) return as_float32();
+    }
+    std::shared_ptr<const Plan> p = plan_for(M, use_c);
+    if (!p) return as_float32();
+    BH_ASSIGN_OR_RETURN(Tensor y, ctx.allocate_output(0, DataType::kFloat32, yshape));
+    if (use_c) fill_broadcast_c<float>(*C, M, N, 1.f, y.data<float>());
+    CallScratch sc{ctx, {}};
+    try {
+      dnnl::stream st(eng_);
+      memory usr_a(p->user_a, eng_, const_cast<void*>(A->raw()));
+      BH_ASSIGN_OR_RETURN(void* abuf, sc.get(p->a_md.get_size()));
+      memory a(p->a_md, eng_, abuf);
+      BH_RETURN_IF_ERROR(run_reorder(p->a_re, st, eng_, usr_a, a, sc));
+      memory dst(p->dst_md, eng_, y.raw());
+      std::unordered_map<int, memory> args{{DNNL_ARG_SRC, a}, {DNNL_ARG_WEIGHTS, p->packed_b}, {DNNL_ARG_DST, dst}};
+      if (size_t ss = p->scratch_md.get_size()) {
+        BH_ASSIGN_OR_RETURN(void* buf, sc.get(ss));
+        args.emplace(DNNL_ARG_SCRATCHPAD, memory(p->scratch_md, eng_, buf));
+      }
+      p->prim.execute(st, args);
+      st.wait();
+    } catch (const dnnl::error& e) {
+      return internal_error(ctx.where() + "oneDNN bfloat16 matmul failed: " + e.what());
+    }
+    return Status::ok();
+  }
+
+ private:
+  struct Plan {
+    dnnl::primitive prim;
+    memory::desc user_a, a_md, dst_md, scratch_md;
+    Reorder a_re;
+    memory packed_b;
+    std::shared_ptr<const void> packed_hold;
+  };
+
+  // The primitive for M rows (per thread count granted), or null where oneDNN offers only
+  // its reference kernel for bfloat16.
+  std::shared_ptr<const Plan> plan_for(int64_t M, bool use_c) const {
+    std::pair<std::vector<int64_t>, int> key{{M, use_c ? 1 : 0}, omp_get_max_threads()};
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = plans_.find(key);
+    if (it != plans_.end()) return it->second;
+    std::shared_ptr<Plan> p;
+    try {
+      using dt = memory::data_type;
+      const int64_t K = g_.tb ? b_.dim(1) : b_.dim(0), N = g_.tb ? b_.dim(0) : b_.dim(1);
+      auto plan = std::make_shared<Plan>();
+      plan->user_a = memory::desc({M, K}, dt::f32, g_.ta ? Dims{1, M} : Dims{K, 1});
+      plan->a_md = memory::desc({M, K}, dt::bf16, memory::format_tag::ab);
+      plan->dst_md = memory::desc({M, N}, dt::f32, memory::format_tag::ab);
+      memory::desc user_b({K, N}, dt::f32, g_.tb ? Dims{1, K} : Dims{N, 1});
+      dnnl::primitive_attr attr;
+      attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+      dnnl::post_ops po;
+      if (g_.alpha != 1.f) po.append_eltwise(1.f, dnnl::algorithm::eltwise_linear, g_.alpha, 0.f);
+      if (use_c) po.append_sum(g_.beta);
+      attr.set_post_ops(po);
+      dnnl::matmul::desc d(plan->a_md, memory::desc({K, N}, dt::bf16, memory::format_tag::any), plan->dst_md);
+      dnnl::matmul::primitive_desc pd(d, attr, eng_);
+      if (std::string(pd.impl_info_str()).rfind("ref", 0) != 0) {
+        plan->scratch_md = pd.scratchpad_desc();
+        plan->prim = dnnl::matmul(pd);
+        plan->a_re = Reorder::make(eng_, plan->user_a, plan->a_md);
+        // Packed once per layout; every plan (each M, each thread count) finds the same.
+        Reorder b_re = Reorder::make(eng_, user_b, pd.weights_desc());
+        PackedWeights pw = pack_constant_shared(shared_, "matmul-bf16-b", eng_, user_b, pd.weights_desc(), &b_re, b_);
+        plan->packed_b = pw.mem;
+        plan->packed_hold = std::move(pw.hold);
+        p = std::move(plan);
+      }
+    } catch (const dnnl::error&) {
+      p.reset();
+    }
+    plans_.emplace(key, p);
+    return p;
+  }
+
+  bool gemm_;
+  GemmAttrs g_;
+  Tensor b_;
+  dnnl::engine eng_;
+  std::shared_ptr<SharedConstants> shared_;
+  mutable std::mutex mu_;
+  mutable std::map<std::pair<std::vector<int64_t>, int>, std::shared_ptr<const Plan>> plans_;
+};
+
+// The bf16 kernel for a node the layout pass marked (`_precision` = "bf16") whose B is a
+// constant 2-D float32 tensor; null otherwise.
+Result<std::unique_ptr<Kernel>> make_bf16_product(const KernelInfo& info, bool gemm, const GemmAttrs& g) {
+  BH_ASSIGN_OR_RETURN(bool bf16, bf16_precision(info));
+  if (!bf16 || !info.input_is_constant(1)) return std::unique_ptr<Kernel>();
+  const Tensor& b = info.constant_inputs[1];
+  if (b.dtype() != DataType::kFloat32 || b.rank() != 2 || !b.on_host()) return std::unique_ptr<Kernel>();
+  try {
+    return std::unique_ptr<Kernel>(std::make_unique<Bf16ProductKernel>(gemm, g, b, dnnl::engine(dnnl::engine::kind::cpu, 0),
+                                                                       info.shared));
+  } catch (const dnnl::error& e) {
+    return internal_error(info.where() + "cannot create a oneDNN CPU engine: " + e.what());
+  }
+}
+
 // The element types MatMul and Gemm handle (float16/bfloat16 through float32 copies).
 Status check_types(const KernelInfo& info, size_t n) {
   for (size_t i = 0; i < n; ++i)
@@ -249,6 +397,8 @@ void register_dnnl_gemm_kernels(KernelTable& t) {
   t.add("MatMul", 1, [](const KernelInfo& info) -> Result<std::unique_ptr<Kernel>> {
     if (info.node.inputs.size() < 2) return invalid_argument(info.where() + "needs inputs A and B");
     BH_RETURN_IF_ERROR(check_types(info, 2));
+    BH_ASSIGN_OR_RETURN(auto bf16, make_bf16_product(info, false, GemmAttrs{}));
+    if (bf16) return bf16;
     return make_kernel([](KernelContext& ctx) { return matmul_compute(ctx); });
   });
   t.add("Gemm", 1, [](const KernelInfo& info) -> Result<std::unique_ptr<Kernel>> {
@@ -259,6 +409,8 @@ void register_dnnl_gemm_kernels(KernelTable& t) {
     g.tb = info.node.attr_int("transB", 0) != 0;
     g.alpha = info.node.attr_float("alpha", 1.f);
     g.beta = info.node.attr_float("beta", 1.f);
+    BH_ASSIGN_OR_RETURN(auto bf16, make_bf16_product(info, true, g));
+    if (bf16) return bf16;
     return make_kernel([g](KernelContext& ctx) { return gemm_compute(g, ctx); });
   });
 }

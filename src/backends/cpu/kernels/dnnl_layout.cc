@@ -2,7 +2,8 @@
 // layout pass (exec/layout.h) at the ends of blocked chains. Domain "bulkhead":
 //   ToBlocked16(X: float32[N, C, H, W]) -> float32[N, ceil(C/16), H, W, 16]
 //   FromBlocked16(X: float32[N, ceil(C/16), H, W, 16], channels = C) -> float32[N, C, H, W]
-// Padded channels are written as zeros. Both run as oneDNN reorders, cached per shape.
+// FromBlocked16 also takes a bfloat16 X (the end of a bf16 chain, SessionOptions::precision)
+// and converts it to float32 in the same reorder. Padded channels are written as zeros. Both run as oneDNN reorders, cached per shape.
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include <map>
@@ -28,7 +29,10 @@ class BlockedReorderKernel final : public Kernel {
     const std::string where = ctx.where();
     const Tensor* x = ctx.input(0);
     if (!x) return invalid_argument(where + "input X is required");
-    if (x->dtype() != DataType::kFloat32) return invalid_argument(where + "X must be float32, got " + x->describe());
+    const bool xbf = !to_blocked_ && x->dtype() == DataType::kBFloat16;
+    if (x->dtype() != DataType::kFloat32 && !xbf)
+      return invalid_argument(where + (to_blocked_ ? "X must be float32, got " : "X must be float32 or bfloat16, got ") +
+                              x->describe());
     Dims logical;
     Shape yshape;
     if (to_blocked_) {
@@ -45,8 +49,8 @@ class BlockedReorderKernel final : public Kernel {
     BH_ASSIGN_OR_RETURN(Tensor y, ctx.allocate_output(0, DataType::kFloat32, yshape));
     if (y.numel() == 0) return Status::ok();
     try {
-      std::shared_ptr<const Reorder> r = reorder_for(logical);
-      memory::desc from = to_blocked_ ? plain_md(logical) : blocked_md(logical);
+      std::shared_ptr<const Reorder> r = reorder_for(logical, xbf);
+      memory::desc from = to_blocked_ ? plain_md(logical) : blocked_md(logical, dnnl_float_type(x->dtype()));
       memory::desc to = to_blocked_ ? blocked_md(logical) : plain_md(logical);
       dnnl::stream s(eng_);
       memory src(from, eng_, const_cast<void*>(x->raw())), dst(to, eng_, y.raw());
@@ -60,13 +64,14 @@ class BlockedReorderKernel final : public Kernel {
   }
 
  private:
-  std::shared_ptr<const Reorder> reorder_for(const Dims& logical) const {
+  std::shared_ptr<const Reorder> reorder_for(const Dims& logical, bool from_bf16) const {
     // One reorder per thread count granted, as for every oneDNN primitive.
-    std::pair<Dims, int> key{logical, omp_get_max_threads()};
+    std::pair<Dims, int> key{logical, omp_get_max_threads() * 2 + (from_bf16 ? 1 : 0)};
     std::lock_guard<std::mutex> lock(mu_);
     auto it = cache_.find(key);
     if (it != cache_.end()) return it->second;
-    memory::desc from = to_blocked_ ? plain_md(logical) : blocked_md(logical);
+    memory::desc from = to_blocked_ ? plain_md(logical)
+                                    : blocked_md(logical, from_bf16 ? memory::data_type::bf16 : memory::data_type::f32);
     memory::desc to = to_blocked_ ? blocked_md(logical) : plain_md(logical);
     auto r = std::make_shared<const Reorder>(Reorder::make(eng_, from, to));
     cache_.emplace(key, r);
