@@ -153,16 +153,18 @@ class Optimizer {
       if (n.op_type != "ConstantOfShape" || !n.domain.empty() || n.outputs.size() != 1 || n.inputs.size() != 1) continue;
       const std::string& out = n.outputs[0];
       if (out.empty() || pinned_.count(out) || graph_inputs_.count(out) || g_.initializers.count(out)) continue;
-      // Only for weights (every use is a Conv weight/bias or a BatchNormalization
-      // parameter), or for small tensors such as per-channel scales: a large one read by
-      // other operators is left to be built by the run.
+      // Only for weights (every use is a Conv or Gemm weight/bias, a MatMul's right
+      // operand or a BatchNormalization parameter), or for small tensors such as
+      // per-channel scales: a large one read by other operators is left to be built by
+      // the run.
       auto it = uses.find(out);
       if (it == uses.end()) continue;
       bool weights = true;
       for (auto [ni, k] : it->second) {
         const Node& u = g_.nodes[ni];
         weights = weights && u.domain.empty() &&
-                  ((u.op_type == "Conv" && (k == 1 || k == 2)) || (u.op_type == "BatchNormalization" && k >= 1));
+                  (((u.op_type == "Conv" || u.op_type == "Gemm") && (k == 1 || k == 2)) ||
+                   (u.op_type == "MatMul" && k == 1) || (u.op_type == "BatchNormalization" && k >= 1));
       }
       const Tensor* shape = constant(n.inputs[0]);
       if (!shape || shape->dtype() != DataType::kInt64 || shape->rank() != 1 || !shape->on_host()) continue;

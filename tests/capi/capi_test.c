@@ -292,6 +292,10 @@ static void options(void) {
   ERR(bh->session_options_set_run_timeout_ms(o, -5), BH_INVALID_ARGUMENT, "run_timeout_ms");
   ERR(bh->session_options_apply(o, "threads=1;nope=3"), BH_INVALID_ARGUMENT, "unknown session option 'nope'");
   ERR(bh->session_options_apply(o, "threads=x"), BH_INVALID_ARGUMENT, "threads");
+  OK(bh->session_options_apply(o, "optimization_level=2;precision=bf16"));
+  ERR(bh->session_options_apply(o, "optimization_level=1"), BH_INVALID_ARGUMENT, "needs optimization_level 2");
+  ERR(bh->session_options_apply(o, "precision=fp16"), BH_INVALID_ARGUMENT, "expected fp32 or bf16");
+  OK(bh->session_options_apply(o, "precision=fp32"));
   ERR(bh->session_options_set_threads(NULL, 1), BH_INVALID_ARGUMENT, "'options' is NULL");
   ERR(bh->create_session_options(NULL), BH_INVALID_ARGUMENT, "NULL");
   bh->release_session_options(o);
