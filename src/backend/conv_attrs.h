@@ -42,6 +42,24 @@ inline Status check_conv_attrs(const ConvAttrs& a, const std::string& where) {
   return Status::ok();
 }
 
+// A 2-D ConvTranspose whose kernel equals its stride, with no dilation, padding, output
+// padding or groups: each input pixel writes its own kernel-sized patch of the output
+// (a learned upsampling, as in segmentation heads), so the CPU computes it as one matrix
+// product and an interleave. `w`: the weight's shape [C, M, kh, kw].
+inline bool transpose_is_pixel_product(const ConvAttrs& a, const std::vector<int64_t>& w) {
+  if (w.size() != 4 || a.group != 1 || !a.output_shape.empty()) return false;
+  if (a.auto_pad != "NOTSET" && a.auto_pad != "VALID") return false;
+  if (!a.kernel_shape.empty() && a.kernel_shape != std::vector<int64_t>{w[2], w[3]}) return false;
+  if (a.strides != std::vector<int64_t>{w[2], w[3]}) return false;
+  for (int64_t d : a.dilations)
+    if (d != 1) return false;
+  for (int64_t p : a.pads)
+    if (p != 0) return false;
+  for (int64_t p : a.output_padding)
+    if (p != 0) return false;
+  return true;
+}
+
 inline ConvAttrs parse_conv_attrs(const ir::Node& n) {
   ConvAttrs a;
   a.auto_pad = n.attr_string("auto_pad", "NOTSET");

@@ -1,5 +1,6 @@
 #include "exec/layout.h"
 #include "exec/outer_refs.h"
+#include "backend/conv_attrs.h"
 
 #include <unordered_map>
 #include <unordered_set>
@@ -405,6 +406,9 @@ class Bf16Marker {
     // X is float32, or the blocked value of the chain (whose value_info says float32 until
     // this pass decides).
     if (!float32(n.inputs[0])) return false;
+    // A ConvTranspose that is one product and an interleave stays float32 (the CPU kernel
+    // computes it so: faster than oneDNN's deconvolution in either type).
+    if (n.op_type == "ConvTranspose" && transpose_is_pixel_product(parse_conv_attrs(n), w->shape())) return false;
     if (n.op_type == "Conv" || n.op_type == "ConvTranspose") return w->rank() >= 3 && w->rank() <= 5;
     if (n.op_type == "MatMul" || n.op_type == "Gemm") return w->rank() == 2;
     return false;
