@@ -37,6 +37,7 @@ struct RunArgs {
   std::string max_loop_iterations;
   bool quiet = false;
   bool profile = false;
+  int profile_nodes = 8;
 };
 
 // "3.7 MiB", "12.0 KiB", "512 B".
@@ -85,6 +86,7 @@ std::string stats(const Tensor& t) {
 int run_cmd(const RunArgs& a) {
   const std::string cmd = "run";
   if (a.repeat < 1) return fail(cmd, "--repeat must be at least 1, got " + std::to_string(a.repeat), 2);
+  if (a.profile_nodes < 0) return fail(cmd, "--profile-nodes must be >= 0, got " + std::to_string(a.profile_nodes), 2);
   if (a.warmup < -1) return fail(cmd, "--warmup must be >= 0, got " + std::to_string(a.warmup), 2);
   if (a.threads < 0 || a.threads > SessionOptions::kMaxThreads)
     return fail(cmd, "--threads must be 0.." + std::to_string(SessionOptions::kMaxThreads) + " (0 = every core), got " + std::to_string(a.threads), 2);
@@ -194,7 +196,7 @@ int run_cmd(const RunArgs& a) {
       std::printf("  %-24s %5d nodes %9.3f ms %5.1f%%\n", op.c_str(), by_op[op].second, ms, 100 * ms / total);
     std::sort(prof.begin(), prof.end(), [](const NodeProfile& x, const NodeProfile& y) { return x.ms > y.ms; });
     std::printf("slowest nodes:\n");
-    for (size_t i = 0; i < prof.size() && i < 8; ++i)
+    for (size_t i = 0; i < prof.size() && i < static_cast<size_t>(a.profile_nodes); ++i)
       std::printf("  %-28s %-14s %9.3f ms  %s\n", printable(prof[i].node).c_str(), printable(prof[i].op_type).c_str(), prof[i].ms,
                   prof[i].shapes.c_str());
   }
@@ -277,6 +279,7 @@ void add_run(CLI::App& app) {
   cmd->add_option("--max-loop-iterations", a->max_loop_iterations, "most iterations of one Loop/Scan node per run (default: no limit)");
   cmd->add_flag("-q,--quiet", a->quiet, "print only the session-creation and latency lines");
   cmd->add_flag("--profile", a->profile, "print time per operator type for one extra run");
+  cmd->add_option("--profile-nodes", a->profile_nodes, "with --profile: how many of the slowest nodes to list (default 8)");
   cmd->callback([a]() {
     int rc = run_cmd(*a);
     if (rc) throw CLI::RuntimeError(rc);
