@@ -99,6 +99,34 @@ Result<Layout> quant_layout(KernelContext& ctx, const Tensor& x, const Tensor& s
   return l;
 }
 
+// The per-tensor 8-bit fast paths, out of line with restrict pointers: through a lambda's
+// captures GCC had to assume each 8-bit store could change the scale and bounds it read
+// (char-typed stores alias anything) and kept the loop scalar — 3.3 ms to quantise det's
+// 2.5 M-value activation, about ten times its memory traffic.
+// QuantizeLinear: x / scale clamped to the range less the zero point (the bounds are
+// whole numbers, so clamping and rounding commute), rounded half to even by adding and
+// subtracting 1.5 * 2^23 (exact for such small values in the default rounding mode), the
+// zero point added; NaN survives both and becomes the zero point.
+template <typename T>
+__attribute__((noinline)) void quantize_rows(const float* __restrict x, T* __restrict y, int64_t n, float sc, float z,
+                                             float rlo, float rhi) {
+  const float magic = 12582912.0f;
+  for (int64_t i = 0; i < n; ++i) {
+    float r = x[i] / sc;
+    r = r < rlo ? rlo : r;
+    r = r > rhi ? rhi : r;
+    r = (r + magic) - magic;
+    r = r == r ? r + z : z;
+    y[i] = static_cast<T>(static_cast<int32_t>(r));
+  }
+}
+
+// DequantizeLinear: (x - zero point) * scale.
+template <typename T>
+__attribute__((noinline)) void dequantize_rows(const T* __restrict x, float* __restrict y, int64_t n, int32_t z, float sc) {
+  for (int64_t i = 0; i < n; ++i) y[i] = static_cast<float>(int32_t{x[i]} - z) * sc;
+}
+
 // Attributes shared by QuantizeLinear and DequantizeLinear.
 struct QuantAttrs {
   int64_t axis = 1;
@@ -172,21 +200,10 @@ Status quantize_compute(KernelContext& ctx, const QuantAttrs& a) {
     // numbers, so clamping and rounding commute), then rounded half to even by adding and
     // subtracting 1.5 * 2^23, exact for such small values in the default rounding mode;
     // NaN survives both and becomes the zero point. Written so that it vectorises.
-    const float rlo = flo - z, rhi = fhi - z, magic = 12582912.0f;
+    const float rlo = flo - z, rhi = fhi - z;
     parallel_for(ctx.threads(), n, 1 << 15, [&](int64_t b, int64_t e) {
-      auto q = [&](int64_t i) {
-        float r = xv[i] / sc;
-        r = r < rlo ? rlo : r;
-        r = r > rhi ? rhi : r;
-        r = (r + magic) - magic;
-        return r == r ? r + z : z;
-      };
-      if (yt == DataType::kUInt8) {
-        for (int64_t i = b; i < e; ++i) y8[i] = static_cast<uint8_t>(static_cast<int32_t>(q(i)));
-      } else {
-        int8_t* y = reinterpret_cast<int8_t*>(y8);
-        for (int64_t i = b; i < e; ++i) y[i] = static_cast<int8_t>(static_cast<int32_t>(q(i)));
-      }
+      if (yt == DataType::kUInt8) quantize_rows(xv + b, y8 + b, e - b, sc, z, rlo, rhi);
+      else quantize_rows(xv + b, reinterpret_cast<int8_t*>(y8) + b, e - b, sc, z, rlo, rhi);
     });
     return Status::ok();
   }
@@ -246,13 +263,8 @@ Status dequantize_compute(KernelContext& ctx, const QuantAttrs& a) {
     const int32_t z = zp ? int_at(*zp, 0) : 0;
     float* yv = y.data<float>();
     parallel_for(ctx.threads(), n, 1 << 15, [&](int64_t b, int64_t e) {
-      if (xt == DataType::kUInt8) {
-        const uint8_t* xv = x.data<uint8_t>();
-        for (int64_t i = b; i < e; ++i) yv[i] = static_cast<float>(int32_t{xv[i]} - z) * sc;
-      } else {
-        const int8_t* xv = x.data<int8_t>();
-        for (int64_t i = b; i < e; ++i) yv[i] = static_cast<float>(int32_t{xv[i]} - z) * sc;
-      }
+      if (xt == DataType::kUInt8) dequantize_rows(x.data<uint8_t>() + b, yv + b, e - b, z, sc);
+      else dequantize_rows(x.data<int8_t>() + b, yv + b, e - b, z, sc);
     });
     return Status::ok();
   }
