@@ -48,7 +48,9 @@ void add_quantize(CLI::App& app) {
       std::error_code ec;
       if (std::filesystem::is_directory(c, ec)) {
         for (const IoInfo& io : probe->inputs()) {
-          auto t = io::read_npy(c + "/" + io.name + ".npy");
+          // NAME.npy, with NAME made a safe file name as `run -o` writes it (an input
+          // named "gpu_0/data_0" is gpu_0_data_0.npy; none can reach outside the folder).
+          auto t = io::read_npy(c + "/" + io::safe_file_name(io.name) + ".npy");
           if (!t.is_ok()) throw CLI::RuntimeError(fail("quantize", t.status().with_context("calibration folder '" + c + "': ")));
           sample.emplace_back(io.name, *t);
         }
@@ -71,6 +73,11 @@ void add_quantize(CLI::App& app) {
                 a->out.c_str(), r->convs, r->matmuls, r->per_channel ? "per channel" : "per tensor (opset < 13)",
                 r->activations, a->method.c_str(), o.samples.size(),
                 r->kept ? (", " + std::to_string(r->kept) + " kept in float").c_str() : "");
+    if (r->opset_before < 10)
+      std::printf("  the model imported opset %lld of the default domain: moved to opset %lld (QuantizeLinear)\n",
+                  static_cast<long long>(r->opset_before), static_cast<long long>(r->opset));
+    if (r->folded)
+      std::printf("  %d BatchNormalization / Mul / Add node(s) folded into Conv weights before quantising\n", r->folded);
     throw CLI::RuntimeError(0);
   });
 }

@@ -9,6 +9,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "check/quantize_prepare.h"
 #include "check/split.h"
 #include "io/file.h"
 #include "ir/onnx_import.h"
@@ -89,13 +90,17 @@ Result<QuantizeResult> quantize_model(const std::string& path, const QuantizeOpt
   onnx::ModelProto model;
   if (bytes.empty() || !model.ParseFromString(bytes)) return invalid_model("'" + path + "' is not a valid ONNX model");
   const std::string dir = path.find('/') == std::string::npos ? "." : path.substr(0, path.find_last_of('/'));
+  QuantizeResult res;
+  // Opset 9 and below have no QuantizeLinear: move the model to opset 10 first.
+  {
+    auto up = upgrade_to_opset10(model);
+    if (!up.is_ok()) return up.status().with_context("'" + path + "': ");
+    res.opset_before = *up;
+  }
   int64_t opset = 0;
   for (const auto& op : model.opset_import())
     if (op.domain().empty() || op.domain() == "ai.onnx") opset = op.version();
-  if (opset < 10)
-    return unsupported("'" + path + "' imports opset " + std::to_string(opset) +
-                       " of the default domain; QDQ quantisation needs opset 10 or later (QuantizeLinear)");
-  QuantizeResult res;
+  res.opset = opset;
   res.per_channel = opset >= 13;  // per-axis DequantizeLinear
   onnx::GraphProto& g = *model.mutable_graph();
   for (auto& t : *g.mutable_initializer()) BH_RETURN_IF_ERROR(inline_external(t, dir));
@@ -103,18 +108,49 @@ Result<QuantizeResult> quantize_model(const std::string& path, const QuantizeOpt
   // node moves, so that --keep-float takes the names a user sees.
   for (int i = 0; i < g.node_size(); ++i)
     if (g.node(i).name().empty()) g.mutable_node(i)->set_name(g.node(i).op_type() + "_" + std::to_string(i));
-  // Weights written as Constant nodes (exporters do) become initializers first.
-  {
+  // Weights written as Constant nodes (exporters do), or built by ConstantOfShape from a
+  // constant shape (the ONNX test suite's "light" models), become initializers first.
+  // Constant nodes first, so that a ConstantOfShape finds its shape among the initializers.
+  for (const bool of_shape : {false, true}) {
     std::unordered_set<std::string> taken;
-    for (const auto& t : g.initializer()) taken.insert(t.name());
+    std::unordered_map<std::string, int> shape_init;
+    for (int i = 0; i < g.initializer_size(); ++i) taken.insert(g.initializer(i).name()), shape_init[g.initializer(i).name()] = i;
     for (const auto& in : g.input()) taken.insert(in.name());
     auto* nodes = g.mutable_node();
     for (int i = nodes->size() - 1; i >= 0; --i) {
       const onnx::NodeProto& n = nodes->Get(i);
-      if (n.op_type() != "Constant" || !(n.domain().empty() || n.domain() == "ai.onnx") || n.output_size() != 1 ||
-          n.attribute_size() != 1 || n.attribute(0).name() != "value" || !n.attribute(0).has_t() || taken.count(n.output(0)))
+      if (!(n.domain().empty() || n.domain() == "ai.onnx") || n.output_size() != 1 || taken.count(n.output(0))) continue;
+      onnx::TensorProto t;
+      if (!of_shape && n.op_type() == "Constant" && n.attribute_size() == 1 && n.attribute(0).name() == "value" && n.attribute(0).has_t()) {
+        t = n.attribute(0).t();
+      } else if (of_shape && n.op_type() == "ConstantOfShape" && n.input_size() == 1 && shape_init.count(n.input(0)) &&
+                 (model.ir_version() < 4 || !std::any_of(g.input().begin(), g.input().end(),
+                                                         [&](const onnx::ValueInfoProto& v) { return v.name() == n.input(0); }))) {
+        BH_ASSIGN_OR_RETURN(Tensor shape, ir::tensor_from_proto(g.initializer(shape_init[n.input(0)]), ir::DataFolder{dir}));
+        if (shape.dtype() != DataType::kInt64 || shape.rank() != 1) continue;
+        int64_t numel = 1;
+        bool ok = true;
+        for (int64_t k = 0; k < shape.numel() && ok; ++k) {
+          const int64_t d = shape.data<int64_t>()[k];
+          ok = d >= 0 && d <= (int64_t{1} << 31) && numel <= (int64_t{1} << 28) / std::max<int64_t>(d, 1);
+          numel *= d;
+        }
+        if (!ok) continue;
+        float v = 0;
+        if (n.attribute_size() == 1 && n.attribute(0).name() == "value" && n.attribute(0).has_t()) {
+          BH_ASSIGN_OR_RETURN(Tensor value, ir::tensor_from_proto(n.attribute(0).t(), ir::DataFolder{dir}));
+          if (value.dtype() != DataType::kFloat32 || value.numel() != 1) continue;
+          v = value.data<float>()[0];
+        } else if (n.attribute_size() != 0) {
+          continue;
+        }
+        t.set_data_type(onnx::TensorProto::FLOAT);
+        for (int64_t k = 0; k < shape.numel(); ++k) t.add_dims(shape.data<int64_t>()[k]);
+        std::vector<float> fill(static_cast<size_t>(numel), v);
+        t.set_raw_data(std::string(reinterpret_cast<const char*>(fill.data()), fill.size() * sizeof(float)));
+      } else {
         continue;
-      onnx::TensorProto t = n.attribute(0).t();
+      }
       t.set_name(n.output(0));
       BH_RETURN_IF_ERROR(inline_external(t, dir));
       *g.add_initializer() = std::move(t);
@@ -129,6 +165,9 @@ Result<QuantizeResult> quantize_model(const std::string& path, const QuantizeOpt
       nodes->DeleteSubrange(i, 1);
     }
   }
+
+  // Normalisations and per-channel affines after a Conv go into its float weights.
+  BH_ASSIGN_OR_RETURN(res.folded, fold_into_convs(model, dir));
 
   std::unordered_map<std::string, int> init;  // initializer name -> index
   for (int i = 0; i < g.initializer_size(); ++i) init[g.initializer(i).name()] = i;
@@ -147,6 +186,27 @@ Result<QuantizeResult> quantize_model(const std::string& path, const QuantizeOpt
     const onnx::TensorProto& t = g.initializer(it->second);
     if (t.data_type() != onnx::TensorProto::FLOAT || t.dims_size() < min_rank || t.dims_size() > max_rank) return nullptr;
     return &t;
+  };
+
+  // The value a target's output is quantised at: past the Relus that are the only reader
+  // of what they read (Conv → Relu → Q is one int8 kernel whose saturation at the zero
+  // point is the Relu; Conv → Q → DQ → Relu → Q would run the Relu in float between).
+  std::unordered_map<std::string, std::vector<int>> readers;
+  std::unordered_set<std::string> graph_outputs;
+  for (const auto& v : g.output()) graph_outputs.insert(v.name());
+  for (int i = 0; i < g.node_size(); ++i)
+    for (const auto& in : g.node(i).input())
+      if (!in.empty()) readers[in].push_back(i);
+  auto after_relus = [&](std::string v) {
+    for (;;) {
+      auto it = readers.find(v);
+      if (graph_outputs.count(v) || it == readers.end() || it->second.size() != 1) return v;
+      const onnx::NodeProto& r = g.node(it->second[0]);
+      if (r.op_type() != "Relu" || !(r.domain().empty() || r.domain() == "ai.onnx") || r.output_size() != 1 ||
+          keep.count(r.name()))
+        return v;
+      v = r.output(0);
+    }
   };
 
   // The nodes to quantise and the activations to calibrate.
@@ -170,7 +230,7 @@ Result<QuantizeResult> quantize_model(const std::string& path, const QuantizeOpt
     }
     targets.push_back(i);
     add_act(n.input(0));
-    add_act(n.output(0));
+    add_act(after_relus(n.output(0)));
     (conv ? res.convs : res.matmuls)++;
   }
   if (targets.empty()) return invalid_argument("'" + path + "' has no Conv or MatMul with constant float32 weights to quantise");

@@ -12,7 +12,9 @@
 //   - Conv's bias as int32 with scale x_scale·w_scale and zero point 0.
 // The result is a valid ONNX model that any runtime with QDQ support runs (ONNX Runtime
 // included); bulkhead's optimiser turns each DQ → Conv/MatMul → Q group into one int8
-// kernel. Models below opset 10 (no QuantizeLinear) are refused with a clear error.
+// kernel. Before any of this the float model is prepared (quantize_prepare.h): a model
+// below opset 10 (no QuantizeLinear) is moved to opset 10, and BatchNormalization / Mul /
+// Add nodes that only rescale a Conv's output channels are folded into its weights.
 //
 // Pure function apart from reading `path` and running calibration sessions in an Env of
 // its own; thread-safe.
@@ -38,6 +40,8 @@ struct QuantizeResult {
   int convs = 0, matmuls = 0, kept = 0;
   bool per_channel = false;
   int activations = 0;  // tensors given a Q/DQ pair
+  int folded = 0;       // BatchNormalization / Mul / Add nodes folded into Conv weights first
+  int64_t opset_before = 0, opset = 0;  // the default domain's opset, before and after
 };
 
 Result<QuantizeResult> quantize_model(const std::string& path, const QuantizeOptions& options);

@@ -366,6 +366,16 @@ g (float[1,3,8,8] x) => (float[1,4,8,8] y) <float[4,3,3,3] w = {)" + random_valu
   expect_error("quantize " + m("conv.onnx") + " " + m("conv.onnx") + " --calibrate " + m("cx.npy"), "would overwrite the model");
   expect_error("quantize " + m("conv.onnx") + " " + m("q2.onnx") + " --calibrate " + m("cx.npy") + " --method kl", "unknown calibration method 'kl'");
   EXPECT_FALSE(std::filesystem::exists(m("q2.onnx")));
+  // An input whose name is no file name: its calibration file is the name `run -o` writes.
+  onnx::ModelProto slash;
+  ASSERT_TRUE(slash.ParseFromString(slurp(m("conv.onnx"))));
+  slash.mutable_graph()->mutable_input(0)->set_name("gpu_0/data_0");
+  slash.mutable_graph()->mutable_node(0)->set_input(0, "gpu_0/data_0");
+  dir_.write("slash.onnx", slash.SerializeAsString());
+  std::filesystem::create_directories(m("cal2"));
+  ASSERT_TRUE(io::write_npy(m("cal2/gpu_0_data_0.npy"), random_tensor({1, 3, 8, 8}, 9)).is_ok());
+  Outcome s = bulkhead("quantize " + m("slash.onnx") + " " + m("qs.onnx") + " --calibrate " + m("cal2"), dir_);
+  EXPECT_EQ(s.code, 0) << s.err;
 }
 
 // --precision bf16: in-process and in a worker the same (the option reaches the worker),
