@@ -423,6 +423,9 @@ class Bf16Marker {
 Result<LayoutStats> block_channels(ir::Graph& g, const LayoutOptions& options) {
   BH_ASSIGN_OR_RETURN(LayoutStats stats, Planner(g, options.input_defaults_constant).run());
   if (options.bf16) Bf16Marker(g, options.input_defaults_constant).run(stats);
+  const LayoutStats nhwc = nhwc_int8_chains(g, options.input_defaults_constant);
+  stats.nhwc_nodes = nhwc.nhwc_nodes;
+  stats.conversions += nhwc.conversions;
   return stats;
 }
 

@@ -45,10 +45,12 @@ namespace bulkhead::exec {
 
 inline constexpr const char* kLayoutDomain = "bulkhead";
 inline constexpr const char* kBlocked16 = "nChw16c";
+inline constexpr const char* kNhwc = "nhwc";
 
 struct LayoutStats {
   int blocked_nodes = 0;   // nodes that run on blocked tensors
-  int conversions = 0;     // ToBlocked16 / FromBlocked16 nodes inserted
+  int nhwc_nodes = 0;      // nodes that run channels-last (int8 chains, below)
+  int conversions = 0;     // ToBlocked16 / FromBlocked16 / ToNhwc / FromNhwc nodes inserted
   int bf16_nodes = 0;      // nodes computing in bfloat16 (LayoutOptions::bf16)
   int bf16_values = 0;     // blocked values stored as bfloat16
 };
@@ -63,8 +65,26 @@ struct LayoutOptions {
 };
 
 // Rewrites `g` (a top-level graph). Never fails on a graph it cannot improve: it leaves
-// those parts as they are.
+// those parts as they are. Both the nChw16c chains above and the channels-last int8
+// chains below.
 Result<LayoutStats> block_channels(ir::Graph& g, const LayoutOptions& options);
+
+// Channels-last chains of int8 convolutions (layout_nhwc.cc). oneDNN's int8 convolutions
+// (VNNI, AMX) read and write NHWC; a QLinearConv between plain NCHW tensors paid a
+// reorder of its input and of its output (ResNet-50's QDQ form: 7.8 of its 21 ms in
+// QLinearConv). A channels-last value is the tensor stored as [N, H, W, C] under the name
+// "<name>__nhwc" (value_info records the physical shape). What runs on it:
+//   - QLinearConv (2-D, uint8/int8 X, constant weights, scales and zero points):
+//     attributes _x_layout / _y_layout = "nhwc";
+//   - DequantizeLinear / QuantizeLinear with one scale and zero point, Relu, LeakyRelu,
+//     Clip, Sigmoid, HardSigmoid, HardSwish, Tanh: element-wise, as they are;
+//   - Add, Sub, Mul, Div, Sum of two inputs whose full-shape operand is channels-last, the
+//     other a one-element constant, a [N, C, 1, 1] value (the same bytes as [N, 1, 1, C]:
+//     read through a Reshape) or of the same shape (converted: ToNhwc).
+// Plain readers of a channels-last value get it from a FromNhwc conversion (domain
+// "bulkhead", uint8, int8 and float32). Only where value_info gives the rank-4 shape with
+// a fixed channel count.
+LayoutStats nhwc_int8_chains(ir::Graph& g, bool input_defaults_constant);
 inline Result<LayoutStats> block_channels(ir::Graph& g, bool input_defaults_constant = false) {
   return block_channels(g, LayoutOptions{input_defaults_constant, false});
 }

@@ -1431,6 +1431,11 @@ class IntConvKernel final : public Kernel {
   // Where oneDNN's int8 sums are not exact (no VNNI, int8_sums_exact): the constant weights
   // as float32, for an fp32 convolution whose sums are exact integers (below 2^24).
   void set_float_weights(Tensor w_f32) { w_f32_ = std::move(w_f32); }
+  // Channels-last X and/or Y (exec/layout.h nhwc_int8_chains): [N, H, W, C] tensors.
+  void set_layouts(bool x_nhwc, bool y_nhwc) {
+    x_nhwc_ = x_nhwc;
+    y_nhwc_ = y_nhwc;
+  }
   Status compute(KernelContext& ctx) const override;
   // Packed weights are then shared with the Env's other sessions (KernelInfo::shared).
   void share_with(std::shared_ptr<SharedConstants> shared) { shared_ = std::move(shared); }
@@ -1449,9 +1454,14 @@ class IntConvKernel final : public Kernel {
     bool f32 = false;  // an fp32 convolution of x - zx and w_f32_ (sums exact below 2^24)
   };
   // `fused`: the primitive requantises (fixed_) and writes fixed_->yt; else int32 sums.
-  // `f32`: float32 source, weights (w_f32_) and sums instead (never fused).
+  // `f32`: float32 source, weights (w_f32_) and sums instead (never fused). `x` is the
+  // logical [N, C, ...] shape; xn / yn: X / Y channels-last.
   std::shared_ptr<const Plan> plan_for(const Shape& x, DataType xt, const Shape& w, bool fused, bool has_bias,
-                                       const Geometry& g, bool f32 = false) const;
+                                       const Geometry& g, bool f32 = false, bool xn = false, bool yn = false) const;
+  // The convolution with X / Y channels-last as `xn` / `yn` say. Only oneDNN's fused int8
+  // path reads and writes channels-last; for every other path it sets *plain and returns
+  // (the caller then runs it on NCHW copies).
+  Status compute_on(KernelContext& ctx, bool xn, bool yn, bool* plain) const;
   Status reference(KernelContext& ctx) const {
     return qlinear_ ? qlinear_conv_compute(ctx, a_) : conv_integer_compute(ctx, a_);
   }
@@ -1463,9 +1473,82 @@ class IntConvKernel final : public Kernel {
   int w_max_ = 128;  // max |w_s8_| (128 when not known)
   std::optional<Fixed> fixed_;
   dnnl::engine eng_;
+  bool x_nhwc_ = false, y_nhwc_ = false;
   std::shared_ptr<SharedConstants> shared_;
   mutable std::mutex mu_;
   mutable std::map<std::vector<int64_t>, std::shared_ptr<const Plan>> plans_;
+};
+
+// A kernel context whose input 0 and output 0 are NCHW copies of a channels-last input and
+// output: for the paths of a kernel that compute only on NCHW.
+class PlainLayoutContext final : public KernelContext {
+ public:
+  PlainLayoutContext(KernelContext& inner, bool xn, bool yn, dnnl::engine eng)
+      : inner_(inner), xn_(xn), yn_(yn), eng_(std::move(eng)) {}
+  Status convert_input() {
+    for (int i = 0; i < inner_.num_inputs(); ++i) {
+      const Value* v = inner_.input_value(i);
+      inputs_.push_back(v ? *v : Value());
+    }
+    if (!xn_) return Status::ok();
+    const Tensor* x = inner_.input(0);
+    if (!x || x->rank() != 4) return invalid_argument(inner_.where() + "a channels-last X must be [N, H, W, C]");
+    BH_ASSIGN_OR_RETURN(Tensor p, inner_.allocate_scratch(x->dtype(), {x->dim(0), x->dim(3), x->dim(1), x->dim(2)}));
+    BH_RETURN_IF_ERROR(reorder(*x, p, false));
+    inputs_[0] = Value(p);
+    return Status::ok();
+  }
+  Status convert_output() {
+    if (!yn_ || !plain_out_.defined()) return Status::ok();
+    const Tensor& p = plain_out_;
+    BH_ASSIGN_OR_RETURN(Tensor y, inner_.allocate_output(0, p.dtype(), {p.dim(0), p.dim(2), p.dim(3), p.dim(1)}));
+    return reorder(p, y, true);
+  }
+  int num_inputs() const override { return inner_.num_inputs(); }
+  const Value* input_value(int i) const override {
+    return i >= 0 && i < static_cast<int>(inputs_.size()) && !inputs_[i].is_none() ? &inputs_[i] : nullptr;
+  }
+  int num_outputs() const override { return inner_.num_outputs(); }
+  bool output_wanted(int i) const override { return inner_.output_wanted(i); }
+  Result<Tensor> allocate_output(int i, DataType dtype, const Shape& shape) override {
+    if (i != 0 || !yn_) return inner_.allocate_output(i, dtype, shape);
+    if (shape.size() != 4) return invalid_argument(inner_.where() + "a channels-last Y must have rank 4");
+    BH_ASSIGN_OR_RETURN(plain_out_, inner_.allocate_scratch(dtype, shape));
+    return plain_out_;
+  }
+  Status set_output(int i, Value value) override { return inner_.set_output(i, std::move(value)); }
+  Result<Tensor> allocate_scratch(DataType dtype, const Shape& shape) override { return inner_.allocate_scratch(dtype, shape); }
+  int threads() const override { return inner_.threads(); }
+  Result<std::vector<Value>> run_subgraph(const std::string& attr, std::vector<Value> inputs) override {
+    return inner_.run_subgraph(attr, std::move(inputs));
+  }
+  std::string where() const override { return inner_.where(); }
+
+ private:
+  // NCHW `src` to channels-last `dst` (to_nhwc) or back; both hold the same logical tensor.
+  Status reorder(const Tensor& src, const Tensor& dst, bool to_nhwc) {
+    auto t = dnnl_nhwc_type(src.dtype());
+    if (!t.is_ok()) return t.status().with_context(inner_.where());
+    const Tensor& nchw = to_nhwc ? src : dst;
+    const Dims logical{nchw.dim(0), nchw.dim(1), nchw.dim(2), nchw.dim(3)};
+    try {
+      const memory::desc plain = plain_md(logical, *t), nhwc = nhwc_md(logical, *t);
+      Reorder r = Reorder::make(eng_, to_nhwc ? plain : nhwc, to_nhwc ? nhwc : plain);
+      dnnl::stream s(eng_);
+      memory from(to_nhwc ? plain : nhwc, eng_, const_cast<void*>(src.raw())), to(to_nhwc ? nhwc : plain, eng_, const_cast<void*>(dst.raw()));
+      CallScratch sc{inner_, {}};
+      BH_RETURN_IF_ERROR(run_reorder(r, s, eng_, from, to, sc));
+      s.wait();
+    } catch (const dnnl::error& e) {
+      return internal_error(inner_.where() + "oneDNN reorder failed: " + e.what());
+    }
+    return Status::ok();
+  }
+  KernelContext& inner_;
+  bool xn_, yn_;
+  dnnl::engine eng_;
+  std::vector<Value> inputs_;
+  Tensor plain_out_;
 };
 
 memory::data_type dnnl_int_type(DataType t) {
@@ -1473,8 +1556,11 @@ memory::data_type dnnl_int_type(DataType t) {
 }
 
 std::shared_ptr<const IntConvKernel::Plan> IntConvKernel::plan_for(const Shape& x, DataType xt, const Shape& w, bool fused,
-                                                                   bool has_bias, const Geometry& g, bool f32) const {
+                                                                   bool has_bias, const Geometry& g, bool f32, bool xn,
+                                                                   bool yn) const {
   std::vector<int64_t> key(x.begin(), x.end());
+  key.push_back(xn ? 1 : 0);
+  key.push_back(yn ? 1 : 0);
   key.push_back(-1);
   key.insert(key.end(), w.begin(), w.end());
   key.push_back(static_cast<int64_t>(xt));
@@ -1496,8 +1582,8 @@ std::shared_ptr<const IntConvKernel::Plan> IntConvKernel::plan_for(const Shape& 
     const Dims wdims = conv_weight_dims(M, C, G, g.k);
     const auto f = memory::data_type::f32;
     const auto st = f32 ? f : dnnl_int_type(xt), dt = f32 ? f : dnnl_int_type(yt), wt = f32 ? f : memory::data_type::s8;
-    p->user_src = memory::desc(src_dims, st, row_major_strides(src_dims));
-    p->user_dst = memory::desc(dst_dims, dt, row_major_strides(dst_dims));
+    p->user_src = xn ? nhwc_md(src_dims, st) : memory::desc(src_dims, st, row_major_strides(src_dims));
+    p->user_dst = yn ? nhwc_md(dst_dims, dt) : memory::desc(dst_dims, dt, row_major_strides(dst_dims));
     p->user_w = memory::desc(wdims, wt, row_major_strides(wdims));
     p->bias_md = fused && has_bias ? memory::desc({M}, memory::data_type::s32, memory::format_tag::a) : memory::desc();
     auto any = [](const Dims& d, memory::data_type t) { return memory::desc(d, t, memory::format_tag::any); };
@@ -1544,6 +1630,27 @@ std::shared_ptr<const IntConvKernel::Plan> IntConvKernel::plan_for(const Shape& 
 }
 
 Status IntConvKernel::compute(KernelContext& ctx) const {
+  if (!x_nhwc_ && !y_nhwc_) return compute_on(ctx, false, false, nullptr);
+  bool plain = false;
+  Status st = compute_on(ctx, x_nhwc_, y_nhwc_, &plain);
+  if (!plain) return st;
+  // Every path but oneDNN's fused int8 one computes on NCHW: on converted copies.
+  PlainLayoutContext pc(ctx, x_nhwc_, y_nhwc_, eng_);
+  BH_RETURN_IF_ERROR(pc.convert_input());
+  BH_RETURN_IF_ERROR(compute_on(pc, false, false, nullptr));
+  return pc.convert_output();
+}
+
+Status IntConvKernel::compute_on(KernelContext& ctx, bool xn, bool yn, bool* plain) const {
+  // Anything but the fused oneDNN path: the caller's NCHW copies when channels-last,
+  // else the reference loops.
+  auto fallback = [&]() -> Status {
+    if (xn || yn) {
+      *plain = true;
+      return Status::ok();
+    }
+    return reference(ctx);
+  };
   // ConvInteger: x, w, [x_zero_point], [w_zero_point]. QLinearConv: x, x_scale,
   // x_zero_point, w, w_scale, w_zero_point, y_scale, y_zero_point, [B].
   const int xzi = 2, wi = qlinear_ ? 3 : 1, wzi = qlinear_ ? 5 : 3;
@@ -1551,13 +1658,16 @@ Status IntConvKernel::compute(KernelContext& ctx) const {
   const Tensor* w = ctx.input(wi);
   auto int8 = [](DataType t) { return t == DataType::kUInt8 || t == DataType::kInt8; };
   if (!x || !w || !int8(x->dtype()) || !int8(w->dtype()) || x->rank() < 3 || x->rank() > 5 || w->rank() != x->rank())
-    return reference(ctx);
-  const int64_t C = x->dim(1), M = w->dim(0), G = a_.group;
-  if (C != w->dim(1) * G || M % G != 0 || M == 0 || x->numel() == 0) return reference(ctx);
+    return fallback();
+  if (xn && x->rank() != 4) return fallback();
+  // X's logical [N, C, ...] shape.
+  const Shape xshape = xn ? Shape{x->dim(0), x->dim(3), x->dim(1), x->dim(2)} : x->shape();
+  const int64_t C = xshape[1], M = w->dim(0), G = a_.group;
+  if (C != w->dim(1) * G || M % G != 0 || M == 0 || x->numel() == 0) return fallback();
   Geometry g;
-  if (!resolve_geometry(a_, false, x->shape(), w->shape(), ctx.where(), &g).is_ok()) return reference(ctx);
+  if (!resolve_geometry(a_, false, xshape, w->shape(), ctx.where(), &g).is_ok()) return fallback();
   for (int64_t o : g.out)
-    if (o <= 0) return reference(ctx);
+    if (o <= 0) return fallback();
   auto scalar_of = [&](int i, DataType dt, bool* ok) -> int64_t {
     const Tensor* t = i < ctx.num_inputs() ? ctx.input(i) : nullptr;
     if (!t || t->numel() == 0) return 0;
@@ -1570,15 +1680,15 @@ Status IntConvKernel::compute(KernelContext& ctx) const {
   const Tensor* wz = wzi < ctx.num_inputs() ? ctx.input(wzi) : nullptr;
   int w_max = w_max_;
   if (!w_s8_.defined()) {
-    if (w->dtype() != DataType::kInt8) return reference(ctx);
+    if (w->dtype() != DataType::kInt8) return fallback();
     if (wz && wz->numel()) {
-      if (wz->dtype() != DataType::kInt8) return reference(ctx);
+      if (wz->dtype() != DataType::kInt8) return fallback();
       for (int64_t i = 0; i < wz->numel(); ++i)
-        if (int_at(*wz, i) != 0) return reference(ctx);
+        if (int_at(*wz, i) != 0) return fallback();
     }
     w_max = 128;
   }
-  if (!ok) return reference(ctx);
+  if (!ok) return fallback();
 
   // QLinearConv's scales, zero point and bias, checked as the reference checks them.
   const Tensor *xs = nullptr, *ws = nullptr, *ys = nullptr, *bias = nullptr;
@@ -1593,20 +1703,21 @@ Status IntConvKernel::compute(KernelContext& ctx) const {
     auto f32 = [](const Tensor* t, int64_t n1, int64_t n2) {
       return t && t->dtype() == DataType::kFloat32 && (t->numel() == n1 || t->numel() == n2);
     };
-    if (!f32(xs, 1, 1) || !f32(ys, 1, 1) || !f32(ws, 1, M)) return reference(ctx);
+    if (!f32(xs, 1, 1) || !f32(ys, 1, 1) || !f32(ws, 1, M)) return fallback();
     yt = yz && yz->numel() ? yz->dtype() : x->dtype();
-    if (!int8(yt)) return reference(ctx);
+    if (!int8(yt)) return fallback();
     zy = scalar_of(7, yt, &ok);
-    if (!ok) return reference(ctx);
+    if (!ok) return fallback();
     if (bias && bias->numel() == 0) bias = nullptr;
-    if (bias && (bias->dtype() != DataType::kInt32 || bias->numel() != M)) return reference(ctx);
+    if (bias && (bias->dtype() != DataType::kInt32 || bias->numel() != M)) return fallback();
   }
   // Without exact int8 sums here (no VNNI): an fp32 convolution of the same integers,
   // exact below 2^24 (checked below); constant weights only.
   const bool f32 = !int8_sums_exact(x->dtype() == DataType::kUInt8, w_max);
-  if (f32 && !w_f32_.defined()) return reference(ctx);
+  if (f32 && !w_f32_.defined()) return fallback();
   const bool fused = !f32 && qlinear_ && fixed_ && fixed_->yt == yt &&
                      (fixed_->mult.size() == 1 || static_cast<int64_t>(fixed_->mult.size()) == M);
+  if ((xn || yn) && !fused) return fallback();
   if (!fused) {
     // int32 sums through float32: exact only below 2^24 (see above).
     int64_t window = C / G;
@@ -1623,21 +1734,21 @@ Status IntConvKernel::compute(KernelContext& ctx) const {
       for (int64_t i = 0; i < x->numel(); ++i) lo = std::min(lo, xp[i]), hi = std::max(hi, xp[i]);
       xmax = std::max<int64_t>(std::abs(hi - zx), std::abs(lo - zx));
     }
-    if (window * xmax * w_max >= (int64_t{1} << 24)) return reference(ctx);
+    if (window * xmax * w_max >= (int64_t{1} << 24)) return fallback();
   }
   std::vector<float> mult;
   if (qlinear_ && !fused) {
     mult.resize(static_cast<size_t>(M));  // as the reference computes it
     for (int64_t m = 0; m < M; ++m) mult[m] = float_at(*xs, 0) * float_at(*ws, ws->numel() == 1 ? 0 : m) / float_at(*ys, 0);
     for (float v : mult)
-      if (!std::isfinite(v)) return reference(ctx);  // the reference's rule for NaN and zero scales
+      if (!std::isfinite(v)) return fallback();  // the reference's rule for NaN and zero scales
   }
 
-  auto p = plan_for(x->shape(), x->dtype(), w->shape(), fused, bias != nullptr, g, f32);
-  if (p->use_ref) return reference(ctx);
-  Shape out{x->dim(0), M};
+  auto p = plan_for(xshape, x->dtype(), w->shape(), fused, bias != nullptr, g, f32, xn, yn);
+  if (p->use_ref) return fallback();
+  Shape out{xshape[0], M};
   out.insert(out.end(), g.out.begin(), g.out.end());
-  BH_ASSIGN_OR_RETURN(Tensor y, ctx.allocate_output(0, yt, out));
+  BH_ASSIGN_OR_RETURN(Tensor y, ctx.allocate_output(0, yt, yn ? Shape{out[0], out[2], out[3], out[1]} : out));
   Tensor sums;  // QLinearConv with scales given at run time: the int32 sums, requantised below
   if (qlinear_ && !fused) {
     BH_ASSIGN_OR_RETURN(sums, ctx.allocate_scratch(DataType::kInt32, out));
@@ -1718,11 +1829,32 @@ Status IntConvKernel::compute(KernelContext& ctx) const {
 Result<std::unique_ptr<Kernel>> make_int_conv(const KernelInfo& info, bool qlinear) {
   ConvAttrs a = parse_conv_attrs(info.node);
   BH_RETURN_IF_ERROR(check_conv_attrs(a, info.where()));
+  // Channels-last X / Y (the layout pass's int8 chains).
+  auto layout = [&](const char* attr) -> Result<bool> {
+    const std::string v = info.node.attr_string(attr, "");
+    if (v.empty()) return false;
+    if (v != "nhwc" || !qlinear)
+      return invalid_argument(info.where() + "unsupported " + attr + " '" + v + "' (only nhwc, for QLinearConv)");
+    return true;
+  };
+  BH_ASSIGN_OR_RETURN(bool xn, layout("_x_layout"));
+  BH_ASSIGN_OR_RETURN(bool yn, layout("_y_layout"));
   // BULKHEAD_CPU_INT8=0 keeps the reference loops (to compare results).
   const char* env = std::getenv("BULKHEAD_CPU_INT8");
   if (env && std::string(env) == "0") {
-    if (qlinear) return make_kernel([a](KernelContext& ctx) { return qlinear_conv_compute(ctx, a); });
-    return make_kernel([a](KernelContext& ctx) { return conv_integer_compute(ctx, a); });
+    if (!qlinear) return make_kernel([a](KernelContext& ctx) { return conv_integer_compute(ctx, a); });
+    if (!xn && !yn) return make_kernel([a](KernelContext& ctx) { return qlinear_conv_compute(ctx, a); });
+    try {
+      dnnl::engine eng(dnnl::engine::kind::cpu, 0);
+      return make_kernel([a, xn, yn, eng](KernelContext& ctx) {
+        PlainLayoutContext pc(ctx, xn, yn, eng);
+        BH_RETURN_IF_ERROR(pc.convert_input());
+        BH_RETURN_IF_ERROR(qlinear_conv_compute(pc, a));
+        return pc.convert_output();
+      });
+    } catch (const dnnl::error& e) {
+      return internal_error(info.where() + "cannot create a oneDNN CPU engine: " + e.what());
+    }
   }
   const ir::Node& n = info.node;
   auto given = [&](int i) { return static_cast<size_t>(i) < n.inputs.size() && !n.inputs[i].empty(); };
@@ -1771,6 +1903,7 @@ Result<std::unique_ptr<Kernel>> make_int_conv(const KernelInfo& info, bool qline
     auto k = std::make_unique<IntConvKernel>(std::move(a), qlinear, std::move(w_s8), w_max, std::move(fixed), std::move(eng));
     k->set_float_weights(std::move(w_f32));
     k->share_with(info.shared);
+    k->set_layouts(xn, yn);
     return std::unique_ptr<Kernel>(std::move(k));
   } catch (const dnnl::error& e) {
     return internal_error(info.where() + "cannot create a oneDNN CPU engine: " + e.what());

@@ -46,6 +46,19 @@ inline memory::desc blocked_md(const Dims& dims, memory::data_type dt = memory::
   return memory::desc(dims, dt, t);
 }
 
+// Channels-last (NHWC) for logical [N, C, H, W] dims: the int8 chains' layout
+// (exec/layout.h nhwc_int8_chains), and oneDNN's element type for the tensors on it.
+inline memory::desc nhwc_md(const Dims& dims, memory::data_type t) { return memory::desc(dims, t, memory::format_tag::acdb); }
+inline Result<memory::data_type> dnnl_nhwc_type(DataType t) {
+  switch (t) {
+    case DataType::kUInt8: return memory::data_type::u8;
+    case DataType::kInt8: return memory::data_type::s8;
+    case DataType::kFloat32: return memory::data_type::f32;
+    case DataType::kInt32: return memory::data_type::s32;
+    default: return unsupported("channels-last tensors are uint8, int8, int32 or float32, got " + dtype_name(t));
+  }
+}
+
 // bfloat16 <-> float32 copies, for the paths that compute in float32 on bfloat16 tensors.
 inline void bf16_to_f32(const uint16_t* x, float* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] = bfloat16_to_float(x[i]);

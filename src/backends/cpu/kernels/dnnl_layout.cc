@@ -1,5 +1,6 @@
 // Conversions between plain NCHW and the channel-blocked layout nChw16c, inserted by the
-// layout pass (exec/layout.h) at the ends of blocked chains. Domain "bulkhead":
+// layout pass (exec/layout.h) at the ends of blocked chains, and between NCHW and the
+// channels-last layout of int8 chains (ToNhwc / FromNhwc, below). Domain "bulkhead":
 //   ToBlocked16(X: float32[N, C, H, W]) -> float32[N, ceil(C/16), H, W, 16]
 //   FromBlocked16(X: float32[N, ceil(C/16), H, W, 16], channels = C) -> float32[N, C, H, W]
 // FromBlocked16 also takes a bfloat16 X (the end of a bf16 chain, SessionOptions::precision)
@@ -85,6 +86,57 @@ class BlockedReorderKernel final : public Kernel {
   mutable std::map<std::pair<Dims, int>, std::shared_ptr<const Reorder>> cache_;
 };
 
+// ToNhwc(X: [N, C, H, W]) -> [N, H, W, C] and FromNhwc(X: [N, H, W, C]) -> [N, C, H, W],
+// uint8 / int8 / int32 / float32: the ends of the channels-last int8 chains.
+class NhwcReorderKernel final : public Kernel {
+ public:
+  NhwcReorderKernel(bool to_nhwc, dnnl::engine eng) : to_nhwc_(to_nhwc), eng_(std::move(eng)) {}
+
+  Status compute(KernelContext& ctx) const override {
+    const std::string where = ctx.where();
+    const Tensor* x = ctx.input(0);
+    if (!x) return invalid_argument(where + "input X is required");
+    if (x->rank() != 4)
+      return invalid_argument(where + "X must be " + (to_nhwc_ ? "[N, C, H, W]" : "[N, H, W, C]") + ", got " + x->describe());
+    auto t = dnnl_nhwc_type(x->dtype());
+    if (!t.is_ok()) return t.status().with_context(where);
+    const Dims logical = to_nhwc_ ? Dims{x->dim(0), x->dim(1), x->dim(2), x->dim(3)}
+                                  : Dims{x->dim(0), x->dim(3), x->dim(1), x->dim(2)};
+    const Shape yshape = to_nhwc_ ? Shape{logical[0], logical[2], logical[3], logical[1]} : Shape(logical.begin(), logical.end());
+    BH_ASSIGN_OR_RETURN(Tensor y, ctx.allocate_output(0, x->dtype(), yshape));
+    if (y.numel() == 0) return Status::ok();
+    try {
+      const memory::desc plain = plain_md(logical, *t), nhwc = nhwc_md(logical, *t);
+      std::shared_ptr<const Reorder> r = reorder_for(logical, *t);
+      dnnl::stream s(eng_);
+      memory src(to_nhwc_ ? plain : nhwc, eng_, const_cast<void*>(x->raw())), dst(to_nhwc_ ? nhwc : plain, eng_, y.raw());
+      CallScratch sc{ctx, {}};
+      BH_RETURN_IF_ERROR(run_reorder(*r, s, eng_, src, dst, sc));
+      s.wait();
+    } catch (const dnnl::error& e) {
+      return internal_error(where + "oneDNN reorder failed: " + e.what());
+    }
+    return Status::ok();
+  }
+
+ private:
+  std::shared_ptr<const Reorder> reorder_for(const Dims& logical, memory::data_type t) const {
+    std::pair<Dims, int> key{logical, omp_get_max_threads() * 64 + static_cast<int>(t)};
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = cache_.find(key);
+    if (it != cache_.end()) return it->second;
+    const memory::desc plain = plain_md(logical, t), nhwc = nhwc_md(logical, t);
+    auto r = std::make_shared<const Reorder>(Reorder::make(eng_, to_nhwc_ ? plain : nhwc, to_nhwc_ ? nhwc : plain));
+    cache_.emplace(key, r);
+    return r;
+  }
+
+  bool to_nhwc_;
+  dnnl::engine eng_;
+  mutable std::mutex mu_;
+  mutable std::map<std::pair<Dims, int>, std::shared_ptr<const Reorder>> cache_;
+};
+
 Result<std::unique_ptr<Kernel>> make_blocked_reorder(const KernelInfo& info, bool to_blocked) {
   int64_t channels = info.node.attr_int("channels", -1);
   if (!to_blocked && channels <= 0)
@@ -102,6 +154,14 @@ Result<std::unique_ptr<Kernel>> make_blocked_reorder(const KernelInfo& info, boo
 void register_dnnl_layout_kernels(KernelTable& t) {
   t.add("ToBlocked16", 1, [](const KernelInfo& info) { return make_blocked_reorder(info, true); }, "bulkhead");
   t.add("FromBlocked16", 1, [](const KernelInfo& info) { return make_blocked_reorder(info, false); }, "bulkhead");
+  for (bool to : {true, false})
+    t.add(to ? "ToNhwc" : "FromNhwc", 1, [to](const KernelInfo& info) -> Result<std::unique_ptr<Kernel>> {
+      try {
+        return std::unique_ptr<Kernel>(std::make_unique<NhwcReorderKernel>(to, dnnl::engine(dnnl::engine::kind::cpu, 0)));
+      } catch (const dnnl::error& e) {
+        return internal_error(info.where() + "cannot create a oneDNN CPU engine: " + e.what());
+      }
+    }, "bulkhead");
 }
 
 }  // namespace bulkhead::cpu
