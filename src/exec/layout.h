@@ -77,10 +77,13 @@ Result<LayoutStats> block_channels(ir::Graph& g, const LayoutOptions& options);
 //   - QLinearConv (2-D, uint8/int8 X, constant weights, scales and zero points):
 //     attributes _x_layout / _y_layout = "nhwc";
 //   - DequantizeLinear / QuantizeLinear with one scale and zero point, Relu, LeakyRelu,
-//     Clip, Sigmoid, HardSigmoid, HardSwish, Tanh: element-wise, as they are;
-//   - Add, Sub, Mul, Div, Sum of two inputs whose full-shape operand is channels-last, the
-//     other a one-element constant, a [N, C, 1, 1] value (the same bytes as [N, 1, 1, C]:
-//     read through a Reshape) or of the same shape (converted: ToNhwc).
+//     Clip, Sigmoid, HardSigmoid, HardSwish, Tanh, and the fused QLinearEltwise of one
+//     input (exec/qdq_eltwise.h): element-wise, as they are;
+//   - Add, Sub, Mul, Div, Sum of two inputs, and QLinearEltwise of two, when one operand
+//     is channels-last: numpy broadcasting commutes with permuting both operands alike, so
+//     the other is taken as it is (a one-element constant), permuted once (another
+//     constant), through a Reshape (a [N, C, 1, 1] value: the same bytes as [N, 1, 1, C])
+//     or converted (ToNhwc).
 // Plain readers of a channels-last value get it from a FromNhwc conversion (domain
 // "bulkhead", uint8, int8 and float32). Only where value_info gives the rank-4 shape with
 // a fixed channel count.

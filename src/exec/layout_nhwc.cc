@@ -235,6 +235,12 @@ class NhwcPlanner {
   }
 
   Kind kind_of(const Node& n) const {
+    // The fused element-wise groups of QDQ models (exec/qdq_eltwise.h): element-wise too.
+    if (n.domain == kLayoutDomain && n.op_type == "QLinearEltwise" && only_first_output(n)) {
+      for (const auto& in : n.inputs)
+        if (in.empty()) return Kind::kNone;
+      return n.inputs.size() == 1 ? Kind::kUnary : n.inputs.size() == 2 ? Kind::kBinary : Kind::kNone;
+    }
     if (!n.domain.empty() || !only_first_output(n) || n.inputs.empty() || n.inputs[0].empty()) return Kind::kNone;
     const std::string& op = n.op_type;
     if (op == "QLinearConv") {

@@ -10,6 +10,7 @@
 #include "exec/executor.h"
 #include "exec/layout.h"
 #include "exec/optimize.h"
+#include "exec/qdq_eltwise.h"
 #include "ir/onnx_import.h"
 #include "isolate/remote_session.h"
 #include "isolate/session_hooks.h"
@@ -130,6 +131,9 @@ Result<Session> build_session(const std::shared_ptr<EnvImpl>& env, ir::Model mod
     // Every node runs on the CPU when it is the first device: keep convolution chains in
     // oneDNN's channel-blocked layout (exec/layout.h).
     if (options.optimization_level > 1 && first.backend == "cpu") {
+      // QDQ models: the float ops between int8 kernels in one pass (exec/qdq_eltwise.h),
+      // before the layout pass, which keeps such chains channels-last.
+      exec::fuse_quantized_elementwise(*impl->model.graph, impl->model.ir_version < 4);
       exec::LayoutOptions lo;
       lo.input_defaults_constant = impl->model.ir_version < 4;
       lo.bf16 = want_bf16 && prec.note.empty();

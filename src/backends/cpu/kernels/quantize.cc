@@ -415,7 +415,10 @@ Status qlinear_matmul_compute(KernelContext& ctx) {
 
 }  // namespace
 
+void register_quant_eltwise_kernels(KernelTable& t);  // quant_eltwise.cc
+
 void register_quantize_kernels(KernelTable& t) {
+  register_quant_eltwise_kernels(t);
   t.add("QuantizeLinear", 10, [](const KernelInfo& info) -> Result<std::unique_ptr<Kernel>> {
     BH_ASSIGN_OR_RETURN(QuantAttrs a, quant_attrs(info));
     if (a.output_dtype != DataType::kUndefined && !quant_int_type(a.output_dtype) &&

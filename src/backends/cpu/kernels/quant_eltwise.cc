@@ -1,0 +1,265 @@
+// QLinearEltwise (domain "bulkhead", exec/qdq_eltwise.h): the element-wise float ops of a
+// QDQ model between per-tensor DequantizeLinear inputs and a QuantizeLinear, in one pass.
+// Values go a block at a time through float registers in cache: each input dequantised
+// into its register, each op a loop over the block, the result quantised. Every formula is
+// the one its own kernel uses (DequantizeLinear, Add, ..., QuantizeLinear), in the same
+// float32 order, so the output is the unfused graph's bit for bit.
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstring>
+
+#include "backends/cpu/cpu_kernels.h"
+#include "backends/cpu/cpu_util.h"
+#include "backend/qlinear_eltwise.h"
+
+namespace bulkhead::cpu {
+namespace {
+
+using Op = QLinearEltwiseOp;
+constexpr int64_t kBlock = 1024;
+
+struct Program {
+  std::vector<float> scales, consts;
+  std::vector<int32_t> zeros;
+  std::vector<int> input_regs;
+  std::vector<std::array<int64_t, 4>> code;
+  float ys = 1;
+  int32_t zy = 0;
+  DataType yt = DataType::kUInt8;
+  int result = 0, registers = 0;
+};
+
+// The ops, each over one block, in loops GCC vectorises (operands as arrays or constants,
+// never a per-element choice between them).
+template <typename F>
+__attribute__((always_inline)) inline void binary_loops(F f, float* __restrict d, const float* a, float ca, const float* b,
+                                                        float cb, int64_t n) {
+  if (a && b) {
+    for (int64_t i = 0; i < n; ++i) d[i] = f(a[i], b[i]);
+  } else if (a) {
+    for (int64_t i = 0; i < n; ++i) d[i] = f(a[i], cb);
+  } else {
+    for (int64_t i = 0; i < n; ++i) d[i] = f(ca, b[i]);
+  }
+}
+
+__attribute__((noinline)) void binary(Op op, float* __restrict d, const float* a, float ca, const float* b, float cb,
+                                      int64_t n) {
+  switch (op) {
+    case Op::kAdd: binary_loops([](float x, float y) { return x + y; }, d, a, ca, b, cb, n); break;
+    case Op::kSub: binary_loops([](float x, float y) { return x - y; }, d, a, ca, b, cb, n); break;
+    case Op::kMul: binary_loops([](float x, float y) { return x * y; }, d, a, ca, b, cb, n); break;
+    case Op::kDiv: binary_loops([](float x, float y) { return x / y; }, d, a, ca, b, cb, n); break;
+    case Op::kMax: binary_loops([](float x, float y) { return (x != x) ? x : (x >= y ? x : y); }, d, a, ca, b, cb, n); break;
+    case Op::kMin: binary_loops([](float x, float y) { return (x != x) ? x : (x <= y ? x : y); }, d, a, ca, b, cb, n); break;
+    default: break;
+  }
+}
+
+__attribute__((noinline)) void unary(Op op, float* __restrict d, const float* __restrict a, float c0, float c1, int64_t n) {
+  switch (op) {
+    case Op::kRelu:
+      for (int64_t i = 0; i < n; ++i) d[i] = a[i] < 0.f ? 0.f : a[i];
+      break;
+    case Op::kClip:
+      for (int64_t i = 0; i < n; ++i) {
+        const float v = a[i] < c0 ? c0 : a[i];
+        d[i] = v > c1 ? c1 : v;
+      }
+      break;
+    case Op::kHardSwish:
+      for (int64_t i = 0; i < n; ++i) {
+        const float x = a[i];
+        d[i] = x * std::max(0.f, std::min(1.f, x * static_cast<float>(1.0 / 6.0) + 0.5f));
+      }
+      break;
+    case Op::kHardSigmoid:
+      for (int64_t i = 0; i < n; ++i) d[i] = std::max(0.f, std::min(1.f, c0 * a[i] + c1));
+      break;
+    default: break;
+  }
+}
+
+template <typename T>
+__attribute__((noinline)) void dequantize_block(const T* __restrict x, float* __restrict y, int64_t n, int32_t z, float s) {
+  for (int64_t i = 0; i < n; ++i) y[i] = static_cast<float>(int32_t{x[i]} - z) * s;
+}
+
+template <typename T>
+__attribute__((noinline)) void quantize_block(const float* __restrict x, T* __restrict y, int64_t n, float sc, float z,
+                                              float rlo, float rhi) {
+  const float magic = 12582912.0f;  // as QuantizeLinear: clamp, round half to even, NaN to the zero point
+  for (int64_t i = 0; i < n; ++i) {
+    float r = x[i] / sc;
+    r = r < rlo ? rlo : r;
+    r = r > rhi ? rhi : r;
+    r = (r + magic) - magic;
+    r = r == r ? r + z : z;
+    y[i] = static_cast<T>(static_cast<int32_t>(r));
+  }
+}
+
+class QLinearEltwiseKernel final : public Kernel {
+ public:
+  explicit QLinearEltwiseKernel(Program p) : p_(std::move(p)) {}
+
+  Status compute(KernelContext& ctx) const override {
+    const std::string where = ctx.where();
+    const size_t k = p_.scales.size();
+    std::vector<const Tensor*> in(k);
+    Shape out;
+    for (size_t i = 0; i < k; ++i) {
+      in[i] = ctx.input(static_cast<int>(i));
+      if (!in[i] || (in[i]->dtype() != DataType::kUInt8 && in[i]->dtype() != DataType::kInt8))
+        return invalid_argument(where + "input " + std::to_string(i) + " must be a uint8 or int8 tensor");
+      BH_ASSIGN_OR_RETURN(out, i == 0 ? Result<Shape>(in[0]->shape()) : broadcast_shapes(out, in[i]->shape(), where));
+    }
+    BH_ASSIGN_OR_RETURN(Tensor y, ctx.allocate_output(0, p_.yt, out));
+    const int64_t n = y.numel();
+    if (n == 0) return Status::ok();
+    // Inputs of the output's shape are read in place; broadcast ones through strides.
+    std::vector<std::vector<int64_t>> strides(k);
+    std::vector<int64_t> inner_of(k, 0);  // > 0: the input is its last `inner` elements, repeated
+    bool all_same = true;
+    for (size_t i = 0; i < k; ++i)
+      if (in[i]->shape() != out) {
+        all_same = false;
+        strides[i] = broadcast_strides(in[i]->shape(), out);
+        // Leading strides 0, then the input's own row-major strides.
+        int d = static_cast<int>(out.size()) - 1;
+        int64_t inner = 1;
+        while (d >= 0 && strides[i][d] == inner) inner *= out[d], --d;
+        bool leading_zero = true;
+        for (int e = d; e >= 0; --e) leading_zero = leading_zero && strides[i][e] == 0;
+        if (leading_zero && inner == in[i]->numel()) inner_of[i] = inner;
+      }
+    const float flo = p_.yt == DataType::kUInt8 ? 0.f : -128.f, fhi = p_.yt == DataType::kUInt8 ? 255.f : 127.f;
+    const float zy = static_cast<float>(p_.zy), rlo = flo - zy, rhi = fhi - zy;
+    const int rank = static_cast<int>(out.size());
+    parallel_for(ctx.threads(), n, 1 << 13, [&](int64_t b, int64_t e) {
+      std::vector<float> regs(static_cast<size_t>(p_.registers) * kBlock);
+      std::vector<uint8_t> gathered(all_same ? 0 : kBlock);
+      for (int64_t i0 = b; i0 < e; i0 += kBlock) {
+        const int64_t len = std::min(kBlock, e - i0);
+        for (size_t i = 0; i < k; ++i) {
+          float* r = regs.data() + p_.input_regs[i] * kBlock;
+          const uint8_t* src = static_cast<const uint8_t*>(in[i]->raw());
+          if (strides[i].empty()) {
+            src += i0;
+          } else {
+            // The element of input i under each output index of the block: an input that
+            // repeats along leading dimensions only (a per-channel vector channels-last, a
+            // bias row) is read in runs; any other broadcast walks the indices.
+            const int64_t inner = inner_of[i];
+            if (inner > 0) {
+              for (int64_t j = 0; j < len;) {
+                const int64_t at = (i0 + j) % inner, run = std::min(len - j, inner - at);
+                std::memcpy(gathered.data() + j, src + at, static_cast<size_t>(run));
+                j += run;
+              }
+            } else {
+              std::vector<int64_t> idx(rank);
+              int64_t rem = i0, off = 0;
+              for (int d = rank - 1; d >= 0; --d) idx[d] = rem % out[d], rem /= out[d];
+              for (int d = 0; d < rank; ++d) off += idx[d] * strides[i][d];
+              for (int64_t j = 0; j < len; ++j) {
+                gathered[j] = src[off];
+                for (int d = rank - 1; d >= 0; --d) {
+                  off += strides[i][d];
+                  if (++idx[d] < out[d]) break;
+                  off -= strides[i][d] * out[d];
+                  idx[d] = 0;
+                }
+              }
+            }
+            src = gathered.data();
+          }
+          if (in[i]->dtype() == DataType::kUInt8) dequantize_block(src, r, len, p_.zeros[i], p_.scales[i]);
+          else dequantize_block(reinterpret_cast<const int8_t*>(src), r, len, p_.zeros[i], p_.scales[i]);
+        }
+        for (const auto& c : p_.code) {
+          const Op op = static_cast<Op>(c[0]);
+          float* d = regs.data() + c[1] * kBlock;
+          auto reg = [&](int64_t x) -> const float* { return x >= 0 ? regs.data() + x * kBlock : nullptr; };
+          auto cst = [&](int64_t x) { return x < 0 ? p_.consts[-x - 1] : 0.f; };
+          if (op == Op::kRelu || op == Op::kHardSwish) unary(op, d, reg(c[2]), 0.f, 0.f, len);
+          else if (op == Op::kClip || op == Op::kHardSigmoid) unary(op, d, reg(c[2]), cst(c[3]), p_.consts[-c[3]], len);
+          else binary(op, d, reg(c[2]), cst(c[2]), reg(c[3]), cst(c[3]), len);
+        }
+        const float* res = regs.data() + p_.result * kBlock;
+        if (p_.yt == DataType::kUInt8) quantize_block(res, y.data<uint8_t>() + i0, len, p_.ys, zy, rlo, rhi);
+        else quantize_block(res, y.data<int8_t>() + i0, len, p_.ys, zy, rlo, rhi);
+      }
+    });
+    return Status::ok();
+  }
+
+ private:
+  Program p_;
+};
+
+Result<std::unique_ptr<Kernel>> make_qlinear_eltwise(const KernelInfo& info) {
+  const ir::Node& n = info.node;
+  const std::string where = info.where();
+  Program p;
+  p.scales = n.attr_floats("_x_scales");
+  for (int64_t z : n.attr_ints("_x_zero_points")) p.zeros.push_back(static_cast<int32_t>(z));
+  for (int64_t r : n.attr_ints("_x_registers")) p.input_regs.push_back(static_cast<int>(r));
+  p.consts = n.attr_floats("_consts");
+  const std::vector<int64_t> code = n.attr_ints("_code");
+  p.ys = n.attr_float("_y_scale", 1.f);
+  p.zy = static_cast<int32_t>(n.attr_int("_y_zero_point", 0));
+  p.yt = static_cast<DataType>(n.attr_int("_y_type", static_cast<int64_t>(DataType::kUInt8)));
+  p.result = static_cast<int>(n.attr_int("_result", -1));
+  const size_t k = p.scales.size();
+  if (k == 0 || k > static_cast<size_t>(kQLinearEltwiseMaxInputs) || p.zeros.size() != k || p.input_regs.size() != k ||
+      n.inputs.size() != k)
+    return invalid_argument(where + "inconsistent inputs (scales, zero points, registers)");
+  if (p.yt != DataType::kUInt8 && p.yt != DataType::kInt8) return invalid_argument(where + "_y_type must be uint8 or int8");
+  if (code.size() % 4) return invalid_argument(where + "_code must hold quadruples");
+  // Every register read is written before (inputs first), every constant exists.
+  std::vector<bool> set(kQLinearEltwiseMaxRegisters, false);
+  for (int r : p.input_regs) {
+    if (r < 0 || r >= kQLinearEltwiseMaxRegisters) return invalid_argument(where + "register out of range");
+    set[r] = true;
+  }
+  auto ok_operand = [&](int64_t x, bool two_consts) {
+    if (x >= 0) return x < kQLinearEltwiseMaxRegisters && set[x];
+    const int64_t c = -x - 1;
+    return c + (two_consts ? 1 : 0) < static_cast<int64_t>(p.consts.size());
+  };
+  int top = 0;
+  for (const int r : p.input_regs) top = std::max(top, r + 1);
+  for (size_t i = 0; i < code.size(); i += 4) {
+    const Op op = static_cast<Op>(code[i]);
+    const int64_t d = code[i + 1], a = code[i + 2], b = code[i + 3];
+    bool ok = d >= 0 && d < kQLinearEltwiseMaxRegisters;
+    switch (op) {
+      case Op::kAdd: case Op::kSub: case Op::kMul: case Op::kDiv: case Op::kMax: case Op::kMin:
+        ok = ok && ok_operand(a, false) && ok_operand(b, false);
+        break;
+      case Op::kRelu: case Op::kHardSwish:
+        ok = ok && a >= 0 && ok_operand(a, false);
+        break;
+      case Op::kClip: case Op::kHardSigmoid:
+        ok = ok && a >= 0 && ok_operand(a, false) && b < 0 && ok_operand(b, true);
+        break;
+      default: ok = false;
+    }
+    if (!ok) return invalid_argument(where + "malformed instruction " + std::to_string(i / 4) + " in _code");
+    set[d] = true;
+    top = std::max<int>(top, static_cast<int>(d) + 1);
+    p.code.push_back({code[i], d, a, b});
+  }
+  if (p.result < 0 || p.result >= kQLinearEltwiseMaxRegisters || !set[p.result])
+    return invalid_argument(where + "_result names no register that is written");
+  p.registers = top;
+  return std::unique_ptr<Kernel>(std::make_unique<QLinearEltwiseKernel>(std::move(p)));
+}
+
+}  // namespace
+
+void register_quant_eltwise_kernels(KernelTable& t) { t.add("QLinearEltwise", 1, make_qlinear_eltwise, "bulkhead"); }
+
+}  // namespace bulkhead::cpu

@@ -1,0 +1,300 @@
+#include "exec/qdq_eltwise.h"
+
+#include <cmath>
+#include <limits>
+#include <optional>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "exec/outer_refs.h"
+
+namespace bulkhead::exec {
+namespace {
+
+using ir::AttrType;
+using ir::Graph;
+using ir::Node;
+using Op = bulkhead::QLinearEltwiseOp;
+
+class Fuser {
+ public:
+  Fuser(Graph& g, bool input_defaults_constant) : g_(g), input_defaults_constant_(input_defaults_constant) {}
+
+  int run() {
+    for (const auto& o : g_.outputs) pinned_.insert(o.name);
+    collect_outer_refs(g_, pinned_);
+    for (size_t i = 0; i < g_.nodes.size(); ++i) {
+      const Node& n = g_.nodes[i];
+      if (n.op_type == "Constant" && n.domain.empty() && n.outputs.size() == 1)
+        if (const ir::Attribute* a = n.attr("value"); a && a->type == AttrType::kTensor) const_nodes_[n.outputs[0]] = &a->t;
+      for (const auto& in : n.inputs)
+        if (!in.empty()) consumers_[in].push_back(i);
+      for (const auto& out : n.outputs)
+        if (!out.empty()) producer_[out] = i;
+    }
+    dead_.assign(g_.nodes.size(), false);
+    std::unordered_map<size_t, Node> replacement;  // at the QuantizeLinear's place
+    int fused = 0;
+    for (size_t qi = 0; qi < g_.nodes.size(); ++qi) {
+      if (dead_[qi]) continue;
+      std::optional<Node> f = try_fuse(qi);
+      if (!f) continue;
+      replacement.emplace(qi, std::move(*f));
+      ++fused;
+    }
+    if (!fused) return 0;
+    std::vector<Node> out;
+    out.reserve(g_.nodes.size());
+    for (size_t i = 0; i < g_.nodes.size(); ++i) {
+      if (auto r = replacement.find(i); r != replacement.end()) out.push_back(std::move(r->second));
+      else if (!dead_[i]) out.push_back(std::move(g_.nodes[i]));
+    }
+    g_.nodes = std::move(out);
+    return fused;
+  }
+
+ private:
+  const Tensor* constant(const std::string& v) const {
+    if (auto c = const_nodes_.find(v); c != const_nodes_.end()) return c->second;
+    auto it = g_.initializers.find(v);
+    if (it == g_.initializers.end()) return nullptr;
+    if (!input_defaults_constant_)
+      for (const auto& in : g_.inputs)
+        if (in.name == v) return nullptr;
+    return &it->second;
+  }
+  std::optional<float> scalar_f32(const std::string& v) const {
+    const Tensor* t = constant(v);
+    if (!t || !t->on_host() || t->numel() != 1 || t->dtype() != DataType::kFloat32) return std::nullopt;
+    return t->data<float>()[0];
+  }
+  // A per-tensor zero point: absent (0), or one uint8 / int8 value; its type.
+  bool zero_point(const Node& n, size_t i, int64_t* z, DataType* t) const {
+    if (n.inputs.size() <= i || n.inputs[i].empty()) {
+      *z = 0;
+      *t = DataType::kUndefined;
+      return true;
+    }
+    const Tensor* zt = constant(n.inputs[i]);
+    if (!zt || !zt->on_host() || zt->numel() != 1) return false;
+    if (zt->dtype() == DataType::kUInt8) *z = zt->data<uint8_t>()[0];
+    else if (zt->dtype() == DataType::kInt8) *z = zt->data<int8_t>()[0];
+    else return false;
+    *t = zt->dtype();
+    return true;
+  }
+
+  // The group ending in QuantizeLinear node `qi`, compiled; nothing when it does not fit.
+  std::optional<Node> try_fuse(size_t qi) {
+    const Node& q = g_.nodes[qi];
+    if (q.op_type != "QuantizeLinear" || !q.domain.empty() || q.inputs.size() < 2 || q.outputs.size() != 1 ||
+        q.outputs[0].empty() || q.has_attr("precision") || q.has_attr("block_size"))
+      return std::nullopt;
+    auto ys = scalar_f32(q.inputs[1]);
+    int64_t zy = 0;
+    DataType yt = DataType::kUndefined;
+    if (!ys || !zero_point(q, 2, &zy, &yt)) return std::nullopt;
+    if (yt == DataType::kUndefined) {
+      const int64_t od = q.attr_int("output_dtype", 0);
+      if (od != 0 && od != 2 && od != 3) return std::nullopt;  // only uint8 (2) / int8 (3)
+      yt = od == 3 ? DataType::kInt8 : DataType::kUInt8;
+    } else if (q.has_attr("output_dtype") && q.attr_int("output_dtype", 0) != (yt == DataType::kUInt8 ? 2 : 3)) {
+      return std::nullopt;
+    }
+    Program p;
+    std::optional<int> result = compile(q.inputs[0], p, 0);
+    if (!result) return std::nullopt;
+    // Every value the group computes is read only inside it (or by the QuantizeLinear).
+    std::unordered_set<size_t> members(p.nodes.begin(), p.nodes.end());
+    members.insert(qi);
+    for (size_t ni : p.nodes)
+      for (const auto& out : g_.nodes[ni].outputs) {
+        if (out.empty()) continue;
+        if (pinned_.count(out)) return std::nullopt;
+        for (size_t c : consumers_[out])
+          if (!members.count(c)) return std::nullopt;
+      }
+    Node f;
+    f.name = q.name;
+    f.op_type = "QLinearEltwise";
+    f.domain = "bulkhead";
+    f.opset = 1;
+    f.inputs = p.inputs;
+    f.outputs = {q.outputs[0]};
+    auto ints = [](std::vector<int64_t> v) {
+      ir::Attribute a;
+      a.type = AttrType::kInts;
+      a.ints = std::move(v);
+      return a;
+    };
+    auto floats = [](std::vector<float> v) {
+      ir::Attribute a;
+      a.type = AttrType::kFloats;
+      a.floats = std::move(v);
+      return a;
+    };
+    auto scalar = [](AttrType t, float fv, int64_t iv) {
+      ir::Attribute a;
+      a.type = t;
+      a.f = fv;
+      a.i = iv;
+      return a;
+    };
+    f.attrs["_x_scales"] = floats(p.scales);
+    f.attrs["_x_zero_points"] = ints(p.zeros);
+    f.attrs["_x_registers"] = ints(p.input_regs);
+    f.attrs["_y_scale"] = scalar(AttrType::kFloat, *ys, 0);
+    f.attrs["_y_zero_point"] = scalar(AttrType::kInt, 0, zy);
+    f.attrs["_y_type"] = scalar(AttrType::kInt, 0, static_cast<int64_t>(yt));
+    f.attrs["_code"] = ints(p.code);
+    f.attrs["_consts"] = floats(p.consts);
+    f.attrs["_result"] = scalar(AttrType::kInt, 0, *result);
+    for (size_t ni : p.nodes) dead_[ni] = true;
+    // A DequantizeLinear nothing else reads goes too.
+    for (size_t di : p.dqs) {
+      bool used = pinned_.count(g_.nodes[di].outputs[0]) != 0;
+      for (size_t c : consumers_[g_.nodes[di].outputs[0]]) used = used || (!members.count(c) && !dead_[c]);
+      if (!used) dead_[di] = true;
+    }
+    return f;
+  }
+
+  struct Program {
+    std::vector<std::string> inputs;        // the quantised tensors, register order
+    std::vector<float> scales;
+    std::vector<int64_t> zeros;
+    std::vector<int64_t> input_regs;        // the register each input is dequantised into
+    std::vector<int64_t> code;
+    std::vector<float> consts;
+    std::vector<size_t> nodes;              // float nodes fused (not the DQs)
+    std::vector<size_t> dqs;                // DequantizeLinear nodes read
+    std::unordered_map<std::string, int> reg;  // value -> register
+    int next = 0;
+  };
+
+  int add_const(Program& p, float v) {
+    p.consts.push_back(v);
+    return -static_cast<int>(p.consts.size());  // -(index + 1)
+  }
+
+  // The register holding `v`, emitting what computes it; nothing when `v` is not the result
+  // of a fusable group.
+  std::optional<int> compile(const std::string& v, Program& p, int depth) {
+    if (auto it = p.reg.find(v); it != p.reg.end()) return it->second;
+    if (depth > 64) return std::nullopt;
+    auto pi = producer_.find(v);
+    if (pi == producer_.end()) return std::nullopt;
+    const size_t ni = pi->second;
+    const Node& n = g_.nodes[ni];
+    if (!n.domain.empty() || dead_[ni]) return std::nullopt;
+    auto new_reg = [&]() -> std::optional<int> {
+      if (p.next >= kQLinearEltwiseMaxRegisters) return std::nullopt;
+      p.reg[v] = p.next;
+      return p.next++;
+    };
+    if (n.op_type == "DequantizeLinear") {
+      if (n.inputs.size() < 2 || n.outputs.size() != 1 || n.has_attr("block_size")) return std::nullopt;
+      if (n.has_attr("output_dtype") && n.attr_int("output_dtype", 1) != 1) return std::nullopt;
+      auto s = scalar_f32(n.inputs[1]);
+      int64_t z = 0;
+      DataType zt = DataType::kUndefined;
+      if (!s || !zero_point(n, 2, &z, &zt)) return std::nullopt;
+      const ir::ValueInfo* xi = g_.info(n.inputs[0]);
+      const DataType xt = zt != DataType::kUndefined ? zt : xi ? xi->dtype : DataType::kUndefined;
+      if (xt != DataType::kUInt8 && xt != DataType::kInt8) return std::nullopt;
+      if (xi && xi->dtype != xt) return std::nullopt;
+      if (static_cast<int>(p.inputs.size()) >= kQLinearEltwiseMaxInputs) return std::nullopt;
+      auto r = new_reg();
+      if (!r) return std::nullopt;
+      p.inputs.push_back(n.inputs[0]);
+      p.input_regs.push_back(*r);
+      p.scales.push_back(*s);
+      p.zeros.push_back(z);
+      p.dqs.push_back(ni);
+      return r;
+    }
+    if (n.outputs.size() != 1) return std::nullopt;
+    const std::string& op = n.op_type;
+    auto operand = [&](const std::string& in) -> std::optional<int> {
+      if (auto c = scalar_f32(in)) return add_const(p, *c);
+      return compile(in, p, depth + 1);
+    };
+    auto emit = [&](Op o, int a, int b) -> std::optional<int> {
+      auto d = new_reg();
+      if (!d) return std::nullopt;
+      p.code.insert(p.code.end(), {static_cast<int64_t>(o), *d, a, b});
+      p.nodes.push_back(ni);
+      return d;
+    };
+    // Binary ops (Sum and Max / Min of two inputs too).
+    static const std::unordered_map<std::string, Op> binary = {{"Add", Op::kAdd}, {"Sum", Op::kAdd}, {"Sub", Op::kSub},
+                                                               {"Mul", Op::kMul}, {"Div", Op::kDiv}, {"Max", Op::kMax},
+                                                               {"Min", Op::kMin}};
+    if (auto b = binary.find(op); b != binary.end()) {
+      if (n.inputs.size() != 2 || n.inputs[0].empty() || n.inputs[1].empty()) return std::nullopt;
+      // Operands in order: inputs (DequantizeLinear) are compiled first when they appear.
+      auto a0 = operand(n.inputs[0]);
+      if (!a0) return std::nullopt;
+      auto a1 = operand(n.inputs[1]);
+      if (!a1) return std::nullopt;
+      if (*a0 < 0 && *a1 < 0) return std::nullopt;  // both constants: not this pass's business
+      return emit(b->second, *a0, *a1);
+    }
+    if (n.inputs.empty() || n.inputs[0].empty()) return std::nullopt;
+    if (op == "Relu" && n.inputs.size() == 1) {
+      auto a = compile(n.inputs[0], p, depth + 1);
+      if (!a) return std::nullopt;
+      return emit(Op::kRelu, *a, 0);
+    }
+    if (op == "HardSwish" && n.inputs.size() == 1) {
+      auto a = compile(n.inputs[0], p, depth + 1);
+      if (!a) return std::nullopt;
+      return emit(Op::kHardSwish, *a, 0);
+    }
+    if (op == "HardSigmoid" && n.inputs.size() == 1) {
+      auto a = compile(n.inputs[0], p, depth + 1);
+      if (!a) return std::nullopt;
+      const int c = add_const(p, n.attr_float("alpha", 0.2f));
+      add_const(p, n.attr_float("beta", 0.5f));
+      return emit(Op::kHardSigmoid, *a, c);
+    }
+    if (op == "Clip") {
+      float lo = -std::numeric_limits<float>::infinity(), hi = std::numeric_limits<float>::infinity();
+      if (n.opset < 11) {
+        lo = n.attr_float("min", lo);
+        hi = n.attr_float("max", hi);
+      } else {
+        for (size_t k = 1; k < n.inputs.size() && k < 3; ++k) {
+          if (n.inputs[k].empty()) continue;
+          auto c = scalar_f32(n.inputs[k]);
+          if (!c) return std::nullopt;
+          (k == 1 ? lo : hi) = *c;
+        }
+        if (n.inputs.size() > 3) return std::nullopt;
+      }
+      auto a = compile(n.inputs[0], p, depth + 1);
+      if (!a) return std::nullopt;
+      const int c = add_const(p, lo);
+      add_const(p, hi);
+      return emit(Op::kClip, *a, c);
+    }
+    return std::nullopt;
+  }
+
+  Graph& g_;
+  bool input_defaults_constant_;
+  std::unordered_set<std::string> pinned_;
+  std::unordered_map<std::string, std::vector<size_t>> consumers_;
+  std::unordered_map<std::string, size_t> producer_;
+  std::unordered_map<std::string, const Tensor*> const_nodes_;
+  std::vector<bool> dead_;
+};
+
+}  // namespace
+
+int fuse_quantized_elementwise(ir::Graph& g, bool input_defaults_constant) {
+  return Fuser(g, input_defaults_constant).run();
+}
+
+}  // namespace bulkhead::exec

@@ -1,0 +1,140 @@
+// Element-wise groups of QDQ models fused into one pass (exec/qdq_eltwise.h): the outputs
+// at optimisation level 2 (fused) are those of level 1 (the same ops one node at a time)
+// bit for bit — det's activation chain, a residual Add → Relu of two quantised inputs,
+// broadcast operands of every kind, every op; and what must not be fused is not.
+#include <map>
+#include <random>
+
+#include "support/test_util.h"
+
+namespace bulkhead::test {
+namespace {
+
+Tensor u8(const Shape& s, uint32_t seed) {
+  Tensor t = Tensor::host(DataType::kUInt8, s);
+  std::mt19937 rng(seed);
+  for (int64_t i = 0; i < t.numel(); ++i) t.data<uint8_t>()[i] = static_cast<uint8_t>(rng() & 255);
+  return t;
+}
+
+struct Outcome {
+  NamedTensors outputs;
+  std::map<std::string, int> ops;
+};
+
+Outcome run_level(const std::string& text, int level, const NamedTensors& in, int threads = 1) {
+  Env env;
+  SessionOptions o;
+  o.optimization_level = level;
+  o.threads = threads;
+  auto s = env.load_bytes(model_text_bytes(text), "q.onnx", o);
+  EXPECT_TRUE(s.is_ok()) << s.status().to_string();
+  if (!s.is_ok()) return {};
+  std::vector<NodeProfile> prof;
+  RunOptions ro;
+  ro.profile = &prof;
+  auto r = s->run(in, ro);
+  EXPECT_TRUE(r.is_ok()) << r.status().to_string();
+  if (!r.is_ok()) return {};
+  Outcome out{*r, {}};
+  for (const auto& p : prof) out.ops[p.op_type]++;
+  return out;
+}
+
+// Runs `text` at levels 1 and 2 (1 and 2 threads): the same bits. Returns level 2's ops.
+std::map<std::string, int> expect_fused_same(const std::string& text, const NamedTensors& in) {
+  const Outcome plain = run_level(text, 1, in);
+  std::map<std::string, int> ops;
+  for (int threads : {1, 2}) {
+    Outcome fused = run_level(text, 2, in, threads);
+    EXPECT_EQ(fused.outputs.size(), plain.outputs.size());
+    for (size_t k = 0; k < fused.outputs.size() && k < plain.outputs.size(); ++k)
+      EXPECT_TRUE(bitwise_equal(fused.outputs[k].second, plain.outputs[k].second))
+          << "output " << plain.outputs[k].first << ", threads " << threads;
+    ops = fused.ops;
+  }
+  return ops;
+}
+
+const char* kHeader = R"(<ir_version: 8, opset_import: ["" : 13]>
+)";
+
+TEST(QdqEltwise, DetsActivationChainIsOneNode) {
+  // x·clip(x + 3, 0, 6)/6, then a scale and a shift (PP-LCNet's learnable affine).
+  const std::string text = std::string(kHeader) + R"(g (uint8[2,16,9,7] xq) => (uint8[2,16,9,7] yq)
+<float s = {0.05}, uint8 z = {120}, float ys = {0.03}, uint8 yz = {30}, float three = {3}, float zero = {0},
+ float six = {6}, float k = {0.8}, float b = {-0.25}> {
+  x = DequantizeLinear(xq, s, z)
+  a = Add(x, three)
+  c = Clip(a, zero, six)
+  m = Mul(x, c)
+  h = Div(m, six)
+  sc = Mul(k, h)
+  sh = Add(sc, b)
+  yq = QuantizeLinear(sh, ys, yz)
+})";
+  auto ops = expect_fused_same(text, {{"xq", u8({2, 16, 9, 7}, 1)}});
+  EXPECT_EQ(ops["QLinearEltwise"], 1);
+  EXPECT_EQ(ops["DequantizeLinear"] + ops["QuantizeLinear"] + ops["Add"] + ops["Mul"] + ops["Div"] + ops["Clip"], 0);
+}
+
+TEST(QdqEltwise, ResidualAddReluOfTwoQuantisedInputsAndInt8Output) {
+  const std::string text = std::string(kHeader) + R"(g (uint8[1,8,6,6] aq, int8[1,8,6,6] bq) => (int8[1,8,6,6] yq, float[1,8,6,6] a)
+<float sa = {0.02}, uint8 za = {128}, float sb = {0.07}, int8 zb = {-3}, float ys = {0.04}, int8 yz = {-10}> {
+  a = DequantizeLinear(aq, sa, za)
+  b = DequantizeLinear(bq, sb, zb)
+  s = Sum(a, b)
+  r = Relu(s)
+  yq = QuantizeLinear(r, ys, yz)
+})";
+  Tensor bq = Tensor::host(DataType::kInt8, {1, 8, 6, 6});
+  std::mt19937 rng(5);
+  for (int64_t i = 0; i < bq.numel(); ++i) bq.data<int8_t>()[i] = static_cast<int8_t>(rng() & 255);
+  // `a` is also a graph output: its DequantizeLinear stays for it; the group still fuses.
+  auto ops = expect_fused_same(text, {{"aq", u8({1, 8, 6, 6}, 3)}, {"bq", bq}});
+  EXPECT_EQ(ops["QLinearEltwise"], 1);
+  EXPECT_EQ(ops["DequantizeLinear"], 1);
+  EXPECT_EQ(ops["Sum"] + ops["Relu"], 0);
+}
+
+TEST(QdqEltwise, BroadcastOperandsOfEveryKindAndEveryOp) {
+  // A per-channel vector [1, C, 1, 1], a row [W] (repeated along the leading dims) and a
+  // column [1, 1, H, 1] (walked index by index); Sub, Max, Min, HardSigmoid, HardSwish.
+  const std::string text = std::string(kHeader) + R"(g (uint8[2,4,5,6] xq, uint8[1,4,1,1] cq, uint8[6] rq, uint8[1,1,5,1] hq) => (uint8[2,4,5,6] yq)
+<float s = {0.05}, uint8 z = {100}, float s2 = {0.01}, uint8 z2 = {7}, float ys = {0.02}, uint8 yz = {64}, float one = {1}> {
+  x = DequantizeLinear(xq, s, z)
+  c = DequantizeLinear(cq, s2, z2)
+  r = DequantizeLinear(rq, s2, z2)
+  h = DequantizeLinear(hq, s, z)
+  a = Sub(x, c)
+  m = Max(a, r)
+  n = Min(m, one)
+  g = HardSigmoid <alpha = 0.3, beta = 0.4> (n)
+  w = HardSwish(g)
+  t = Mul(w, h)
+  yq = QuantizeLinear(t, ys, yz)
+})";
+  auto ops = expect_fused_same(text, {{"xq", u8({2, 4, 5, 6}, 7)}, {"cq", u8({1, 4, 1, 1}, 8)}, {"rq", u8({6}, 9)},
+                                      {"hq", u8({1, 1, 5, 1}, 10)}});
+  EXPECT_EQ(ops["QLinearEltwise"], 1);
+  EXPECT_EQ(ops["HardSigmoid"] + ops["HardSwish"] + ops["Max"] + ops["Min"] + ops["Sub"] + ops["Mul"], 0);
+}
+
+TEST(QdqEltwise, WhatMustStayUnfusedStays) {
+  // An intermediate that is also a graph output, and an op the pass does not know (Exp):
+  // neither group is fused, and the outputs are still those of level 1.
+  const std::string text = std::string(kHeader) + R"(g (uint8[1,4,3,3] xq) => (uint8[1,4,3,3] yq, float[1,4,3,3] a, uint8[1,4,3,3] eq)
+<float s = {0.05}, uint8 z = {100}, float ys = {0.02}, uint8 yz = {64}, float three = {3}> {
+  x = DequantizeLinear(xq, s, z)
+  a = Add(x, three)
+  yq = QuantizeLinear(a, ys, yz)
+  e = Exp(x)
+  eq = QuantizeLinear(e, ys, yz)
+})";
+  auto ops = expect_fused_same(text, {{"xq", u8({1, 4, 3, 3}, 11)}});
+  EXPECT_EQ(ops["QLinearEltwise"], 0);
+  EXPECT_EQ(ops["QuantizeLinear"], 2);
+}
+
+}  // namespace
+}  // namespace bulkhead::test
