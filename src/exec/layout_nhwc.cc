@@ -4,6 +4,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "exec/graph_constants.h"
 #include "exec/layout.h"
 #include "exec/outer_refs.h"
 
@@ -26,13 +27,9 @@ ir::Attribute str_attr(const char* s) {
 
 class NhwcPlanner {
  public:
-  NhwcPlanner(Graph& g, bool input_defaults_constant) : g_(g), input_defaults_constant_(input_defaults_constant) {}
+  NhwcPlanner(Graph& g, bool input_defaults_constant) : g_(g), constants_(g, input_defaults_constant) {}
 
   int run() {
-    // Constant nodes' values count as constants (exporters write scalars that way).
-    for (const auto& n : g_.nodes)
-      if (n.op_type == "Constant" && n.domain.empty() && n.outputs.size() == 1)
-        if (const ir::Attribute* a = n.attr("value"); a && a->type == AttrType::kTensor) const_nodes_[n.outputs[0]] = &a->t;
     for (const auto& o : g_.outputs) pinned_.insert(o.name);
     collect_outer_refs(g_, pinned_);
     for (size_t i = 0; i < g_.nodes.size(); ++i)
@@ -209,15 +206,7 @@ class NhwcPlanner {
     g_.value_info[vi.name] = vi;
   }
 
-  const Tensor* constant(const std::string& v) const {
-    if (auto c = const_nodes_.find(v); c != const_nodes_.end()) return c->second;
-    auto it = g_.initializers.find(v);
-    if (it == g_.initializers.end()) return nullptr;
-    if (!input_defaults_constant_)
-      for (const auto& in : g_.inputs)
-        if (in.name == v) return nullptr;
-    return &it->second;
-  }
+  const Tensor* constant(const std::string& v) const { return constants_.get(v); }
   bool scalar_constant(const std::string& v) const {
     const Tensor* t = constant(v);
     return t && t->numel() == 1 && t->rank() <= 4;
@@ -336,11 +325,10 @@ class NhwcPlanner {
   }
 
   Graph& g_;
-  bool input_defaults_constant_;
+  GraphConstants constants_;  // made before the rewrite adds any (permuted ones are looked up by name)
   std::unordered_set<std::string> pinned_, nhwc_;
   std::vector<bool> x_nhwc_, y_nhwc_;
   std::unordered_map<std::string, std::vector<size_t>> consumers_;
-  std::unordered_map<std::string, const Tensor*> const_nodes_;  // outputs of Constant nodes
   int nodes_ = 0, conversions_ = 0;
 };
 

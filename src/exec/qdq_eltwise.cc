@@ -7,6 +7,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "exec/graph_constants.h"
 #include "exec/outer_refs.h"
 
 namespace bulkhead::exec {
@@ -19,15 +20,13 @@ using Op = bulkhead::QLinearEltwiseOp;
 
 class Fuser {
  public:
-  Fuser(Graph& g, bool input_defaults_constant) : g_(g), input_defaults_constant_(input_defaults_constant) {}
+  Fuser(Graph& g, bool input_defaults_constant) : g_(g), constants_(g, input_defaults_constant) {}
 
   int run() {
     for (const auto& o : g_.outputs) pinned_.insert(o.name);
     collect_outer_refs(g_, pinned_);
     for (size_t i = 0; i < g_.nodes.size(); ++i) {
       const Node& n = g_.nodes[i];
-      if (n.op_type == "Constant" && n.domain.empty() && n.outputs.size() == 1)
-        if (const ir::Attribute* a = n.attr("value"); a && a->type == AttrType::kTensor) const_nodes_[n.outputs[0]] = &a->t;
       for (const auto& in : n.inputs)
         if (!in.empty()) consumers_[in].push_back(i);
       for (const auto& out : n.outputs)
@@ -55,15 +54,7 @@ class Fuser {
   }
 
  private:
-  const Tensor* constant(const std::string& v) const {
-    if (auto c = const_nodes_.find(v); c != const_nodes_.end()) return c->second;
-    auto it = g_.initializers.find(v);
-    if (it == g_.initializers.end()) return nullptr;
-    if (!input_defaults_constant_)
-      for (const auto& in : g_.inputs)
-        if (in.name == v) return nullptr;
-    return &it->second;
-  }
+  const Tensor* constant(const std::string& v) const { return constants_.get(v); }
   std::optional<float> scalar_f32(const std::string& v) const {
     const Tensor* t = constant(v);
     if (!t || !t->on_host() || t->numel() != 1 || t->dtype() != DataType::kFloat32) return std::nullopt;
@@ -283,11 +274,10 @@ class Fuser {
   }
 
   Graph& g_;
-  bool input_defaults_constant_;
+  GraphConstants constants_;
   std::unordered_set<std::string> pinned_;
   std::unordered_map<std::string, std::vector<size_t>> consumers_;
   std::unordered_map<std::string, size_t> producer_;
-  std::unordered_map<std::string, const Tensor*> const_nodes_;
   std::vector<bool> dead_;
 };
 

@@ -47,28 +47,13 @@ g (uint8[N,8,H,W] xq) => (float[N,16,H,W] y, float[N,16,1,1] pooled)
   return text;
 }
 
-struct Outcome {
-  NamedTensors outputs;
-  std::map<std::string, int> ops;
-};
+using Outcome = ProfiledRun;
 
 Outcome run_level(int level, int threads, const Tensor& x) {
-  Env env;
   SessionOptions o;
   o.threads = threads;
   o.optimization_level = level;
-  auto s = env.load_bytes(model_text_bytes(model()), "nhwc.onnx", o);
-  EXPECT_TRUE(s.is_ok()) << s.status().to_string();
-  if (!s.is_ok()) return {};
-  std::vector<NodeProfile> prof;
-  RunOptions ro;
-  ro.profile = &prof;
-  auto r = s->run({{"xq", x}}, ro);
-  EXPECT_TRUE(r.is_ok()) << r.status().to_string();
-  if (!r.is_ok()) return {};
-  Outcome out{*r, {}};
-  for (const auto& p : prof) out.ops[p.op_type]++;
-  return out;
+  return run_profiled(model(), o, {{"xq", x}});
 }
 
 Tensor input(const Shape& s, uint32_t seed) {

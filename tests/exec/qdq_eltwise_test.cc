@@ -17,28 +17,13 @@ Tensor u8(const Shape& s, uint32_t seed) {
   return t;
 }
 
-struct Outcome {
-  NamedTensors outputs;
-  std::map<std::string, int> ops;
-};
+using Outcome = ProfiledRun;
 
 Outcome run_level(const std::string& text, int level, const NamedTensors& in, int threads = 1) {
-  Env env;
   SessionOptions o;
   o.optimization_level = level;
   o.threads = threads;
-  auto s = env.load_bytes(model_text_bytes(text), "q.onnx", o);
-  EXPECT_TRUE(s.is_ok()) << s.status().to_string();
-  if (!s.is_ok()) return {};
-  std::vector<NodeProfile> prof;
-  RunOptions ro;
-  ro.profile = &prof;
-  auto r = s->run(in, ro);
-  EXPECT_TRUE(r.is_ok()) << r.status().to_string();
-  if (!r.is_ok()) return {};
-  Outcome out{*r, {}};
-  for (const auto& p : prof) out.ops[p.op_type]++;
-  return out;
+  return run_profiled(text, o, in);
 }
 
 // Runs `text` at levels 1 and 2 (1 and 2 threads): the same bits. Returns level 2's ops.

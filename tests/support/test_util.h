@@ -6,6 +6,7 @@
 
 #include <cstring>
 #include <filesystem>
+#include <map>
 #include <fstream>
 #include <random>
 #include <sstream>
@@ -108,6 +109,28 @@ inline Tensor random_tensor(const Shape& s, uint32_t seed) {
   std::uniform_real_distribution<float> d(-1.f, 1.f);
   for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = d(rng);
   return t;
+}
+
+// One profiled run of a model written in ONNX's text form: its outputs, and how many nodes
+// of each operator ran. Failures are reported as test failures (and an empty result).
+struct ProfiledRun {
+  NamedTensors outputs;
+  std::map<std::string, int> ops;
+};
+inline ProfiledRun run_profiled(const std::string& text, const SessionOptions& options, const NamedTensors& in) {
+  Env env;
+  auto s = env.load_bytes(model_text_bytes(text), "m.onnx", options);
+  EXPECT_TRUE(s.is_ok()) << s.status().to_string();
+  if (!s.is_ok()) return {};
+  std::vector<NodeProfile> prof;
+  RunOptions ro;
+  ro.profile = &prof;
+  auto r = s->run(in, ro);
+  EXPECT_TRUE(r.is_ok()) << r.status().to_string();
+  if (!r.is_ok()) return {};
+  ProfiledRun out{*r, {}};
+  for (const auto& p : prof) out.ops[p.op_type]++;
+  return out;
 }
 
 inline bool bitwise_equal(const Tensor& a, const Tensor& b) {

@@ -61,9 +61,33 @@ std::string vec_str(const std::vector<int64_t>& v) { return shape_to_string(v); 
 
 bool is_half(DataType t) { return t == DataType::kFloat16 || t == DataType::kBFloat16; }
 
-class FloatContext final : public KernelContext {
+// A kernel context that hands a kernel substitutes for some of its inputs (`inputs_`) and
+// forwards everything else to the context it wraps; subclasses decide what an output is.
+class SubstituteContext : public KernelContext {
  public:
-  FloatContext(KernelContext& inner, DataType half) : inner_(inner), half_(half) {}
+  explicit SubstituteContext(KernelContext& inner) : inner_(inner) {}
+  int num_inputs() const override { return inner_.num_inputs(); }
+  const Value* input_value(int i) const override {
+    return i >= 0 && i < static_cast<int>(inputs_.size()) && !inputs_[i].is_none() ? &inputs_[i] : nullptr;
+  }
+  int num_outputs() const override { return inner_.num_outputs(); }
+  bool output_wanted(int i) const override { return inner_.output_wanted(i); }
+  Status set_output(int i, Value value) override { return inner_.set_output(i, std::move(value)); }
+  Result<Tensor> allocate_scratch(DataType dtype, const Shape& shape) override { return inner_.allocate_scratch(dtype, shape); }
+  int threads() const override { return inner_.threads(); }
+  Result<std::vector<Value>> run_subgraph(const std::string& attr, std::vector<Value> inputs) override {
+    return inner_.run_subgraph(attr, std::move(inputs));
+  }
+  std::string where() const override { return inner_.where(); }
+
+ protected:
+  KernelContext& inner_;
+  std::vector<Value> inputs_;
+};
+
+class FloatContext final : public SubstituteContext {
+ public:
+  FloatContext(KernelContext& inner, DataType half) : SubstituteContext(inner), half_(half) {}
   Status convert_inputs() {
     for (int i = 0; i < inner_.num_inputs(); ++i) {
       const Value* v = inner_.input_value(i);
@@ -95,30 +119,15 @@ class FloatContext final : public KernelContext {
     }
     return Status::ok();
   }
-  int num_inputs() const override { return inner_.num_inputs(); }
-  const Value* input_value(int i) const override {
-    return i >= 0 && i < static_cast<int>(inputs_.size()) && !inputs_[i].is_none() ? &inputs_[i] : nullptr;
-  }
-  int num_outputs() const override { return inner_.num_outputs(); }
-  bool output_wanted(int i) const override { return inner_.output_wanted(i); }
   Result<Tensor> allocate_output(int i, DataType dtype, const Shape& shape) override {
     if (dtype != DataType::kFloat32) return inner_.allocate_output(i, dtype, shape);
     BH_ASSIGN_OR_RETURN(Tensor f, inner_.allocate_scratch(DataType::kFloat32, shape));
     outs_.emplace_back(i, f);
     return f;
   }
-  Status set_output(int i, Value value) override { return inner_.set_output(i, std::move(value)); }
-  Result<Tensor> allocate_scratch(DataType dtype, const Shape& shape) override { return inner_.allocate_scratch(dtype, shape); }
-  int threads() const override { return inner_.threads(); }
-  Result<std::vector<Value>> run_subgraph(const std::string& attr, std::vector<Value> inputs) override {
-    return inner_.run_subgraph(attr, std::move(inputs));
-  }
-  std::string where() const override { return inner_.where(); }
 
  private:
-  KernelContext& inner_;
   DataType half_;
-  std::vector<Value> inputs_;
   std::vector<std::pair<int, Tensor>> outs_;
 };
 
@@ -1493,10 +1502,10 @@ class IntConvKernel final : public Kernel {
 
 // A kernel context whose input 0 and output 0 are NCHW copies of a channels-last input and
 // output: for the paths of a kernel that compute only on NCHW.
-class PlainLayoutContext final : public KernelContext {
+class PlainLayoutContext final : public SubstituteContext {
  public:
   PlainLayoutContext(KernelContext& inner, bool xn, bool yn, dnnl::engine eng)
-      : inner_(inner), xn_(xn), yn_(yn), eng_(std::move(eng)) {}
+      : SubstituteContext(inner), xn_(xn), yn_(yn), eng_(std::move(eng)) {}
   Status convert_input() {
     for (int i = 0; i < inner_.num_inputs(); ++i) {
       const Value* v = inner_.input_value(i);
@@ -1516,25 +1525,12 @@ class PlainLayoutContext final : public KernelContext {
     BH_ASSIGN_OR_RETURN(Tensor y, inner_.allocate_output(0, p.dtype(), {p.dim(0), p.dim(2), p.dim(3), p.dim(1)}));
     return reorder(p, y, true);
   }
-  int num_inputs() const override { return inner_.num_inputs(); }
-  const Value* input_value(int i) const override {
-    return i >= 0 && i < static_cast<int>(inputs_.size()) && !inputs_[i].is_none() ? &inputs_[i] : nullptr;
-  }
-  int num_outputs() const override { return inner_.num_outputs(); }
-  bool output_wanted(int i) const override { return inner_.output_wanted(i); }
   Result<Tensor> allocate_output(int i, DataType dtype, const Shape& shape) override {
     if (i != 0 || !yn_) return inner_.allocate_output(i, dtype, shape);
     if (shape.size() != 4) return invalid_argument(inner_.where() + "a channels-last Y must have rank 4");
     BH_ASSIGN_OR_RETURN(plain_out_, inner_.allocate_scratch(dtype, shape));
     return plain_out_;
   }
-  Status set_output(int i, Value value) override { return inner_.set_output(i, std::move(value)); }
-  Result<Tensor> allocate_scratch(DataType dtype, const Shape& shape) override { return inner_.allocate_scratch(dtype, shape); }
-  int threads() const override { return inner_.threads(); }
-  Result<std::vector<Value>> run_subgraph(const std::string& attr, std::vector<Value> inputs) override {
-    return inner_.run_subgraph(attr, std::move(inputs));
-  }
-  std::string where() const override { return inner_.where(); }
 
  private:
   // NCHW `src` to channels-last `dst` (to_nhwc) or back; both hold the same logical tensor.
@@ -1556,10 +1552,8 @@ class PlainLayoutContext final : public KernelContext {
     }
     return Status::ok();
   }
-  KernelContext& inner_;
   bool xn_, yn_;
   dnnl::engine eng_;
-  std::vector<Value> inputs_;
   Tensor plain_out_;
 };
 

@@ -11,6 +11,7 @@
 
 #include "backends/cpu/cpu_kernels.h"
 #include "backends/cpu/cpu_util.h"
+#include "backends/cpu/kernels/quant_util.h"
 #include "backend/qlinear_eltwise.h"
 
 namespace bulkhead::cpu {
@@ -78,25 +79,6 @@ __attribute__((noinline)) void unary(Op op, float* __restrict d, const float* __
       for (int64_t i = 0; i < n; ++i) d[i] = std::max(0.f, std::min(1.f, c0 * a[i] + c1));
       break;
     default: break;
-  }
-}
-
-template <typename T>
-__attribute__((noinline)) void dequantize_block(const T* __restrict x, float* __restrict y, int64_t n, int32_t z, float s) {
-  for (int64_t i = 0; i < n; ++i) y[i] = static_cast<float>(int32_t{x[i]} - z) * s;
-}
-
-template <typename T>
-__attribute__((noinline)) void quantize_block(const float* __restrict x, T* __restrict y, int64_t n, float sc, float z,
-                                              float rlo, float rhi) {
-  const float magic = 12582912.0f;  // as QuantizeLinear: clamp, round half to even, NaN to the zero point
-  for (int64_t i = 0; i < n; ++i) {
-    float r = x[i] / sc;
-    r = r < rlo ? rlo : r;
-    r = r > rhi ? rhi : r;
-    r = (r + magic) - magic;
-    r = r == r ? r + z : z;
-    y[i] = static_cast<T>(static_cast<int32_t>(r));
   }
 }
 
@@ -175,8 +157,8 @@ class QLinearEltwiseKernel final : public Kernel {
             }
             src = gathered.data();
           }
-          if (in[i]->dtype() == DataType::kUInt8) dequantize_block(src, r, len, p_.zeros[i], p_.scales[i]);
-          else dequantize_block(reinterpret_cast<const int8_t*>(src), r, len, p_.zeros[i], p_.scales[i]);
+          if (in[i]->dtype() == DataType::kUInt8) dequantize_rows(src, r, len, p_.zeros[i], p_.scales[i]);
+          else dequantize_rows(reinterpret_cast<const int8_t*>(src), r, len, p_.zeros[i], p_.scales[i]);
         }
         for (const auto& c : p_.code) {
           const Op op = static_cast<Op>(c[0]);
@@ -188,8 +170,8 @@ class QLinearEltwiseKernel final : public Kernel {
           else binary(op, d, reg(c[2]), cst(c[2]), reg(c[3]), cst(c[3]), len);
         }
         const float* res = regs.data() + p_.result * kBlock;
-        if (p_.yt == DataType::kUInt8) quantize_block(res, y.data<uint8_t>() + i0, len, p_.ys, zy, rlo, rhi);
-        else quantize_block(res, y.data<int8_t>() + i0, len, p_.ys, zy, rlo, rhi);
+        if (p_.yt == DataType::kUInt8) quantize_rows(res, y.data<uint8_t>() + i0, len, p_.ys, zy, rlo, rhi);
+        else quantize_rows(res, y.data<int8_t>() + i0, len, p_.ys, zy, rlo, rhi);
       }
     });
     return Status::ok();
