@@ -1,0 +1,123 @@
+// The CPU's own convolution paths against the definition, computed here in double: a
+// ConvTranspose whose kernel equals its stride (a learned upsampling: one matrix product
+// and an interleave) — several kernel shapes, batch, bias or none, odd channel counts, one
+// and two threads — and depthwise convolutions on narrow and wide planes.
+#include <cmath>
+#include <sstream>
+
+#include "support/test_util.h"
+
+namespace bulkhead::test {
+namespace {
+
+struct Case {
+  int64_t N, C, M, H, W, kh, kw;
+  bool bias;
+};
+
+std::string model(const Case& c, const Tensor& w, const Tensor& b) {
+  auto list = [](const Tensor& t) {
+    std::ostringstream os;
+    os.precision(9);
+    for (int64_t i = 0; i < t.numel(); ++i) os << (i ? "," : "") << t.data<float>()[i];
+    return os.str();
+  };
+  std::ostringstream m;
+  m << "<ir_version: 8, opset_import: [\"\" : 17]>\n"
+    << "g (float[" << c.N << "," << c.C << "," << c.H << "," << c.W << "] x) => (float[" << c.N << "," << c.M << ","
+    << c.H * c.kh << "," << c.W * c.kw << "] y)\n<float[" << c.C << "," << c.M << "," << c.kh << "," << c.kw << "] w = {"
+    << list(w) << "}";
+  if (c.bias) m << ", float[" << c.M << "] b = {" << list(b) << "}";
+  m << ">\n{ y = ConvTranspose <strides = [" << c.kh << "," << c.kw << "]> (x, w" << (c.bias ? ", b" : "") << ") }";
+  return m.str();
+}
+
+TEST(ConvTranspose, KernelEqualToStrideIsTheDefinition) {
+  for (const Case& c : {Case{1, 24, 24, 12, 16, 2, 2, true}, Case{2, 5, 7, 9, 11, 2, 2, false}, Case{1, 3, 1, 6, 5, 3, 3, true},
+                        Case{2, 4, 6, 7, 4, 2, 3, true}, Case{1, 17, 33, 33, 9, 4, 1, true}}) {
+    Tensor x = random_tensor({c.N, c.C, c.H, c.W}, 1);
+    Tensor w = random_tensor({c.C, c.M, c.kh, c.kw}, 2);
+    Tensor b = random_tensor({c.M}, 3);
+    const int64_t OH = c.H * c.kh, OW = c.W * c.kw;
+    std::vector<double> want(static_cast<size_t>(c.N * c.M * OH * OW));
+    for (int64_t n = 0; n < c.N; ++n)
+      for (int64_t m = 0; m < c.M; ++m)
+        for (int64_t oh = 0; oh < OH; ++oh)
+          for (int64_t ow = 0; ow < OW; ++ow) {
+            const int64_t h = oh / c.kh, i = oh % c.kh, q = ow / c.kw, j = ow % c.kw;
+            double s = c.bias ? b.data<float>()[m] : 0.0;
+            for (int64_t ch = 0; ch < c.C; ++ch)
+              s += double(x.data<float>()[((n * c.C + ch) * c.H + h) * c.W + q]) *
+                   w.data<float>()[((ch * c.M + m) * c.kh + i) * c.kw + j];
+            want[((n * c.M + m) * OH + oh) * OW + ow] = s;
+          }
+    for (int threads : {1, 2}) {
+      Env env;
+      SessionOptions o;
+      o.threads = threads;
+      auto s = env.load_bytes(model_text_bytes(model(c, w, b)), "ct.onnx", o);
+      ASSERT_TRUE(s.is_ok()) << s.status().to_string();
+      auto r = s->run({{"x", x}});
+      ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+      const Tensor& y = (*r)[0].second;
+      ASSERT_EQ(y.shape(), (Shape{c.N, c.M, OH, OW}));
+      double worst = 0;
+      for (int64_t i = 0; i < y.numel(); ++i) worst = std::max(worst, std::fabs(y.data<float>()[i] - want[i]));
+      EXPECT_LE(worst, 1e-4) << "C " << c.C << " M " << c.M << " kernel " << c.kh << "x" << c.kw << " threads " << threads;
+    }
+  }
+}
+
+// Depthwise convolutions: narrow planes run on oneDNN's depthwise kernels, wide ones (128
+// columns and more on AVX-512, 16 elsewhere) on bulkhead's row-wise NCHW loops. Both
+// against the definition: strides 1 and 2, padding, a bias, widths on each side.
+TEST(Depthwise, NarrowAndWidePlanesAreTheDefinition) {
+  struct Geo {
+    int64_t C, H, W, stride;
+  };
+  for (const Geo& c : {Geo{5, 7, 30, 1}, Geo{3, 5, 140, 1}, Geo{4, 6, 261, 2}, Geo{17, 3, 16, 2}}) {
+    const int64_t OH = (c.H + 2 - 3) / c.stride + 1, OW = (c.W + 2 - 3) / c.stride + 1;
+    Tensor x = random_tensor({1, c.C, c.H, c.W}, 21);
+    Tensor w = random_tensor({c.C, 1, 3, 3}, 22);
+    Tensor b = random_tensor({c.C}, 23);
+    auto list = [](const Tensor& t) {
+      std::ostringstream os;
+      os.precision(9);
+      for (int64_t i = 0; i < t.numel(); ++i) os << (i ? "," : "") << t.data<float>()[i];
+      return os.str();
+    };
+    std::ostringstream m;
+    m << "<ir_version: 8, opset_import: [\"\" : 17]>\n"
+      << "g (float[1," << c.C << "," << c.H << "," << c.W << "] x) => (float[1," << c.C << "," << OH << "," << OW
+      << "] y)\n<float[" << c.C << ",1,3,3] w = {" << list(w) << "}, float[" << c.C << "] b = {" << list(b) << "}>\n"
+      << "{ y = Conv <group = " << c.C << ", pads = [1,1,1,1], strides = [" << c.stride << "," << c.stride << "]> (x, w, b) }";
+    for (int level : {1, 2}) {
+      Env env;
+      SessionOptions o;
+      o.threads = 1;
+      o.optimization_level = level;
+      auto s = env.load_bytes(model_text_bytes(m.str()), "dw.onnx", o);
+      ASSERT_TRUE(s.is_ok()) << s.status().to_string();
+      auto r = s->run({{"x", x}});
+      ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+      const Tensor& y = (*r)[0].second;
+      double worst = 0;
+      for (int64_t ch = 0; ch < c.C; ++ch)
+        for (int64_t oh = 0; oh < OH; ++oh)
+          for (int64_t ow = 0; ow < OW; ++ow) {
+            double want = b.data<float>()[ch];
+            for (int64_t kh = 0; kh < 3; ++kh)
+              for (int64_t kw = 0; kw < 3; ++kw) {
+                const int64_t ih = oh * c.stride - 1 + kh, iw = ow * c.stride - 1 + kw;
+                if (ih < 0 || ih >= c.H || iw < 0 || iw >= c.W) continue;
+                want += double(x.data<float>()[(ch * c.H + ih) * c.W + iw]) * w.data<float>()[ch * 9 + kh * 3 + kw];
+              }
+            worst = std::max(worst, std::fabs(want - y.data<float>()[(ch * OH + oh) * OW + ow]));
+          }
+      EXPECT_LE(worst, 1e-4) << "C " << c.C << " W " << c.W << " stride " << c.stride << " level " << level;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace bulkhead::test
