@@ -5,10 +5,11 @@
 //   split_bench MODEL [--input NAME=FILE.npy]... [--fraction 0.5] [--threads 1]
 //               [--runs 20] [--rounds 3] [--worker PATH]
 //
-// The variants are measured in alternating rounds (whole, split, split-process, whole,
-// ...) so that machine load drifts affect them alike; each round's figure is the median
-// of --runs timed runs after two warm-up runs, and the table reports the median over
-// rounds. The outputs of every variant are compared with the whole model's.
+// The variants are interleaved run by run (whole, split, split-process, whole, ...) so that
+// drifts of the machine's speed affect them alike; each round is --runs such triples after
+// two warm-up triples. The table reports the median over rounds of each round's median,
+// the median of the paired ratios (a variant's run over the whole model's run beside it)
+// and the fastest run. The outputs of every variant are compared with the whole model's.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -117,12 +118,17 @@ int main(int argc, char** argv) {
     for (auto& [n, t] : *mid) boundary_bytes += t.nbytes();
   }
 
-  std::map<std::string, std::vector<double>> per_round;
+  // Each round times the three variants run by run, interleaved (whole, split, split-process,
+  // whole, ...), so that a drift of the machine's speed — frequent on a shared VM — hits
+  // them alike; besides each variant's median, the table gives the median of the paired
+  // ratios (each variant's run over the whole model's run next to it), the robust figure.
   const char* names[] = {"whole model, one session", "split F -> G, two sessions in-process", "split F -> G, two worker processes"};
-  for (int r = 0; r < rounds; ++r)
-    for (int v = 0; v < 3; ++v) {
-      std::vector<double> ms;
-      for (int k = 0; k < runs + 2; ++k) {
+  std::vector<double> ms[3], ratio[3], round_median[3];
+  for (int r = 0; r < rounds; ++r) {
+    std::vector<double> this_round[3];
+    for (int k = 0; k < runs + 2; ++k) {
+      double t[3];
+      for (int v = 0; v < 3; ++v) {
         auto t0 = Clock::now();
         if (v == 0) {
           auto x = whole->run(in);
@@ -132,19 +138,28 @@ int main(int argc, char** argv) {
         } else {
           run_pipeline(*pf, *pg, in);
         }
-        if (k >= 2) ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+        t[v] = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
       }
-      per_round[names[v]].push_back(median(ms));
+      if (k < 2) continue;  // warm-up
+      for (int v = 0; v < 3; ++v) {
+        ms[v].push_back(t[v]);
+        this_round[v].push_back(t[v]);
+        ratio[v].push_back(t[v] / t[0]);
+      }
     }
-  double base = median(per_round[names[0]]);
+    for (int v = 0; v < 3; ++v) round_median[v].push_back(median(this_round[v]));
+  }
+  double base = median(round_median[0]);
   std::printf("split_bench: %s cut after %.0f%% of its nodes (F %d nodes, G %d nodes; %zu boundary tensors, %.2f MiB), "
-              "%d thread(s), median of %d rounds x %d runs\n",
+              "%d thread(s), %d rounds x %d runs, variants interleaved run by run\n",
               model.c_str(), fraction * 100, parts->front_nodes, parts->back_nodes, parts->boundary.size(),
               boundary_bytes / 1048576.0, threads, rounds, runs);
-  std::printf("| variant | median ms | vs whole | max |diff| vs whole |\n|---|---|---|---|\n");
+  std::printf("| variant | median of round medians, ms | vs whole | median paired ratio | min ms | max |diff| vs whole |\n"
+              "|---|---|---|---|---|---|\n");
   for (int v = 0; v < 3; ++v) {
-    double m = median(per_round[names[v]]);
-    std::printf("| %s | %.2f | %+.1f%% | %s |\n", names[v], m, (m / base - 1) * 100,
+    double m = median(round_median[v]);
+    std::printf("| %s | %.2f | %+.1f%% | %+.1f%% | %.2f | %s |\n", names[v], m, (m / base - 1) * 100,
+                (median(ratio[v]) - 1) * 100, *std::min_element(ms[v].begin(), ms[v].end()),
                 v == 0 ? "0" : (std::to_string(v == 1 ? d_in : d_proc)).c_str());
   }
   return 0;

@@ -40,7 +40,11 @@ class Planner {
       Kind k = kind_of(n);
       if (k == Kind::kNone) continue;
       const std::string& out = n.outputs[0];
-      bool out_ok = !pinned_.count(out) && shape4(out);
+      // A graph output (or a value a subgraph reads) is blocked only when a reader here
+      // takes it blocked; its plain name then comes from one FromBlocked16. (Writing it
+      // plain instead made every such reader take a plain input: a split model's front,
+      // whose cut values are its outputs, ran its depthwise Conv on plain input 7x slower.)
+      bool out_ok = shape4(out) && (!pinned_.count(out) || wanted_blocked(out));
       if (k == Kind::kConv) {
         x_blocked_[i] = blocked_.count(n.inputs[0]) != 0;
         y_blocked_[i] = out_ok && wanted_blocked(out);
@@ -134,7 +138,7 @@ class Planner {
       if (!y_blocked_[i]) continue;
       // Plain readers of `out` get it from a conversion placed right after its producer,
       // so that every reader comes after it.
-      bool plain_reader = false;
+      bool plain_reader = pinned_.count(out) != 0;
       for (size_t j : consumers_[out])
         if (!reads_blocked(j, out)) plain_reader = true;
       if (plain_reader) ensure_plain(out);

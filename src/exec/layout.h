@@ -21,7 +21,8 @@
 //     of 16 (no padding inside the result): axis 1 of the physical shape.
 // Conversions are internal nodes of domain "bulkhead": ToBlocked16 (NCHW -> nChw16c) and
 // FromBlocked16 (attribute `channels`: C). A blocked value's plain name is still produced
-// (by FromBlocked16) when a graph output, a subgraph or an other node reads it.
+// (by FromBlocked16) when a graph output, a subgraph or an other node reads it; a graph
+// output is computed blocked only when some node reads it blocked.
 //
 // Applied to a session's own graph after optimize_graph, only when every node runs on the
 // CPU (the first device of the session is the CPU), and only where value_info gives the

@@ -52,6 +52,7 @@ class Optimizer {
       if (dead_[i] || done_[i]) continue;
       if (fuse_batchnorm(i)) index();
     }
+    fuse_standalone_hardswish();
     compact();
     return Status::ok();
   }
@@ -832,6 +833,42 @@ class Optimizer {
     for (size_t c : it->second)
       if (c != skip && !dead_[c]) ++n;
     return n;
+  }
+
+  // HardSwish written out (x*Clip(x+3,0,6)/6 or x*HardSigmoid(x)) on a value no Conv
+  // fusion took — a graph input (the back part of a split model), an Add's output — becomes
+  // one HardSwish node: one pass over the tensor instead of three or four.
+  void fuse_standalone_hardswish() {
+    std::vector<std::string> values;
+    for (const auto& in : g_.inputs) values.push_back(in.name);
+    for (size_t i = 0; i < g_.nodes.size(); ++i)
+      if (!dead_[i])
+        for (const auto& o : g_.nodes[i].outputs)
+          if (!o.empty()) values.push_back(o);
+    for (const std::string& v : values) {
+      if (type_of(v) != DataType::kFloat32) continue;
+      const ir::ValueInfo* vi = g_.info(v);
+      // The constants may not broadcast the result to a higher rank.
+      int rank = vi && vi->shape ? static_cast<int>(vi->shape->size()) : 0;
+      std::vector<size_t> nodes;
+      std::string out;
+      if (!match_hardswish(v, rank, &nodes, &out)) continue;
+      bool live = true;
+      for (size_t k : nodes) live = live && !dead_[k];
+      if (!live) continue;
+      size_t last = *std::max_element(nodes.begin(), nodes.end());
+      Node hs;
+      hs.name = g_.nodes[last].name + "/hardswish";
+      hs.op_type = "HardSwish";
+      hs.opset = 14;
+      hs.inputs = {v};
+      hs.outputs = {out};
+      for (size_t k : nodes) dead_[k] = true;
+      dead_[last] = false;
+      g_.nodes[last] = std::move(hs);
+      done_[last] = true;
+      index();
+    }
   }
 
   // A BatchNormalization that no Conv absorbed (DenseNet's, on concatenated features):

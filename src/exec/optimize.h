@@ -18,7 +18,9 @@
 //   - the element-wise chain that follows a Conv is fused into it as post-ops, in order:
 //     Relu, LeakyRelu, Clip, HardSigmoid, HardSwish (the op, or written out as
 //     x*Clip(x+3,0,6)/6 or x*HardSigmoid(x)), Sigmoid, Mul/Add by a scalar constant
-//     (a linear op), and one Add/Sum of another tensor (a residual, "sum").
+//     (a linear op), and one Add/Sum of another tensor (a residual, "sum");
+//   - HardSwish written out on a value no Conv took (a graph input, an Add's output)
+//     becomes one HardSwish node.
 //
 // Fused post-ops are internal attributes of the Conv node, read by the CPU Conv kernel:
 //   _post_ops  (strings): "relu", "leaky_relu", "clip", "hardsigmoid", "hardswish",

@@ -135,6 +135,24 @@ TEST(Layout, ConcatSqueezeExciteAndPlainReaders) {
   EXPECT_EQ(o.ops["ToBlocked16"], 0);
 }
 
+TEST(Layout, GraphOutputReadByAConvStaysBlocked) {
+  // c1 is a graph output and the input of a depthwise and a 3x3 Conv (a split model's front
+  // part looks so): computed blocked, its plain output made by one FromBlocked16 — not
+  // written plain for the Convs to read plain. c2 (read only by the graph) stays plain.
+  std::string text = "<ir_version: 8, opset_import: [\"\" : 17]>\n"
+                     "g (float[1,3,12,12] x) => (float[1,32,12,12] c1, float[1,20,12,12] y, float[1,32,12,12] d)\n<" +
+                     conv_weights("w1", 32, 3, 3, 21) + ", " + conv_weights("w2", 20, 32, 3, 22) +
+                     ", float[32,1,3,3] wd = {" + values(32 * 9, 23) + "}"
+                     ">\n{\n"
+                     "  c1 = Conv <pads = [1, 1, 1, 1]> (x, w1, w1_b)\n"
+                     "  d = Conv <group = 32, pads = [1, 1, 1, 1]> (c1, wd)\n"
+                     "  y = Conv <pads = [1, 1, 1, 1]> (c1, w2, w2_b)\n"
+                     "}";
+  Outcome o = check_same(text, {{"x", random_tensor({1, 3, 12, 12}, 24)}});
+  EXPECT_EQ(o.ops["FromBlocked16"], 1);
+  EXPECT_EQ(o.ops["ToBlocked16"], 0);
+}
+
 TEST(Layout, UnalignedConcatAndMixedBinaryStayPlain) {
   // 20 + 12 channels cannot be concatenated in nChw16c, and a Mul of a blocked tensor
   // and a graph input runs plain: both get their inputs converted back, and the results

@@ -237,6 +237,32 @@ TEST_P(Optimize, IntermediateWithTwoConsumersIsNotFused) {
   EXPECT_EQ(check_same(model(s, "", "  y = Relu(c)", "float[1,M,H,W] y, float[1,M,H,W] c"), s), 2);
 }
 
+TEST_P(Optimize, StandaloneHardSwishBecomesOneNode) {
+  const ConvShape& s = GetParam();
+  // Written out on a graph input (no Conv to fuse into): Add, Clip, Mul, Div -> HardSwish.
+  EXPECT_EQ(check_same(model(s, "float three = {3.0}, float zero = {0.0}, float six = {6.0}",
+                             "  a = Add(z, three)\n  cl = Clip(a, zero, six)\n  m = Mul(z, cl)\n  h = Div(m, six)\n"
+                             "  y = Add(c, h)"),
+                       s),
+            2);
+  // x*HardSigmoid(x) on an Add's output: Add, HardSwish, Conv.
+  EXPECT_EQ(check_same(model(s, "", "  t = Add(z, z)\n  g = HardSigmoid <alpha = 0.16666667> (t)\n"
+                                    "  h = Mul(t, g)\n  y = Add(c, h)"),
+                       s),
+            3);
+  // Not the pattern: Clip to 5, or the gate read again — every node stays.
+  EXPECT_EQ(check_same(model(s, "float three = {3.0}, float zero = {0.0}, float five = {5.0}, float six = {6.0}",
+                             "  a = Add(z, three)\n  cl = Clip(a, zero, five)\n  m = Mul(z, cl)\n  h = Div(m, six)\n"
+                             "  y = Add(c, h)"),
+                       s),
+            5);
+  EXPECT_EQ(check_same(model(s, "float three = {3.0}, float zero = {0.0}, float six = {6.0}",
+                             "  a = Add(z, three)\n  cl = Clip(a, zero, six)\n  m = Mul(z, cl)\n  h = Div(m, six)\n"
+                             "  q = Add(h, cl)\n  y = Add(c, q)"),
+                       s),
+            6);
+}
+
 TEST_P(Optimize, IdentityAndDropoutAreRemoved) {
   EXPECT_EQ(check_same(model(GetParam(), "", "  i = Identity(c)\n  d = Dropout(i)\n  y = Relu(d)"), GetParam()), 1);
   // A chain, and an Identity whose input is read elsewhere too.
