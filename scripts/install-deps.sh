@@ -11,6 +11,8 @@ packages=(
   # without recommends).
   libdnnl-dev ocl-icd-opencl-dev
   nlohmann-json3-dev libcli11-dev libfmt-dev
+  # `bulkhead serve`: the HTTP library; curl and python3-requests are its tests' clients.
+  libcpp-httplib-dev curl python3-requests
   # RegexFullMatch's regular expressions; DFT's and STFT's transforms; ImageDecoder's
   # decoders.
   libre2-dev libfftw3-dev

@@ -38,7 +38,7 @@ if [ -f build-asan/CMakeCache.txt ] && ! grep -q '^CMAKE_CXX_COMPILER:FILEPATH=.
 fi
 CC=clang CXX=clang++ cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBULKHEAD_SANITIZE=fuzz \
   -DBULKHEAD_SHARED_DIR="$shared" >/dev/null
-cmake --build build-asan -j "$jobs" --target capi_test plugin_test memory_test io_test stress_test import_test infer_test session_test optimize_test layout_test executor_test faulty_test check_test fuzzers
+cmake --build build-asan -j "$jobs" --target capi_test plugin_test memory_test io_test stress_test import_test infer_test session_test optimize_test layout_test executor_test faulty_test check_test serve_test fuzzers
 (cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --output-on-failure -L unit)
 

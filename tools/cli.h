@@ -23,6 +23,7 @@ void add_check(CLI::App& app);
 void add_split(CLI::App& app);
 void add_selftest(CLI::App& app);
 void add_quantize(CLI::App& app);
+void add_serve(CLI::App& app);
 
 // The verdict table of a check report, one line per schedule (check and demo).
 void print_check_table(const check::CheckReport& r, bool with_header);

@@ -70,6 +70,7 @@ int main(int argc, char** argv) {
   bulkhead::cli::add_split(app);
   bulkhead::cli::add_selftest(app);
   bulkhead::cli::add_quantize(app);
+  bulkhead::cli::add_serve(app);
   // An unknown command is named as such (CLI11 would say "A subcommand is required").
   if (argc > 1 && argv[1][0] != '-') {
     bool known = false;

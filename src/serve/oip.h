@@ -1,0 +1,74 @@
+// The Open Inference Protocol (KServe "v2") inference messages in their REST form: the
+// JSON request and response bodies, with the binary tensor data extension.
+//
+// A request body is JSON, or — with the binary extension — `header_length` bytes of JSON
+// followed by the raw bytes of the inputs whose "parameters" carry "binary_data_size",
+// in the order those inputs are listed. Every field is checked against the model before a
+// byte is copied: the input's name, its datatype (the model's, exactly), its shape (rank
+// and every fixed dimension), the element count of "data" or the byte count of its binary
+// part, the range of each number for its datatype, and that the binary sizes add up to the
+// body's binary part exactly. Errors are one line naming the input and what is wrong;
+// they are the client's (HTTP 400).
+//
+// Datatypes: BOOL, UINT8, UINT16, UINT32, UINT64, INT8, INT16, INT32, INT64, FP16, FP32,
+// FP64, BF16 (binary only, as in Triton) and BYTES (strings: JSON strings, or in binary
+// each element as a 4-byte little-endian length and its bytes).
+//
+// Free functions and plain structs; thread-safe (no shared state).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "bulkhead/bulkhead.hpp"
+
+namespace bulkhead::serve {
+
+// "FP32" for kFloat32, ...; "" for a type the protocol cannot carry.
+std::string oip_datatype(DataType t);
+// The DataType of a protocol datatype name; kUndefined when unknown.
+DataType from_oip_datatype(const std::string& name);
+
+struct RequestedOutput {
+  std::string name;
+  bool binary = false;  // "parameters": {"binary_data": true}
+};
+
+struct InferRequest {
+  std::string id;                        // echoed in the response ("" = none given)
+  NamedTensors inputs;                   // in the model's order of declaration
+  std::vector<RequestedOutput> outputs;  // empty = every output, each as binary_output says
+  bool binary_output = false;            // request "parameters": {"binary_data_output": true}
+};
+
+// Limits on what one request may ask for (the server's options).
+struct RequestLimits {
+  uint64_t max_elements = uint64_t{1} << 31;  // per input
+};
+
+// Parses and checks an inference request for a model with these inputs and outputs.
+// `body` is the whole HTTP body; `header_length` is the Inference-Header-Content-Length
+// header's value when present (the JSON part's length), else nullopt (all JSON).
+Result<InferRequest> parse_infer_request(const std::string& body, std::optional<uint64_t> header_length,
+                                         const std::vector<IoInfo>& inputs, const std::vector<IoInfo>& outputs,
+                                         const RequestLimits& limits = {});
+
+// A response body: `json` first, then `binary` (the outputs sent as binary, in order).
+// When `binary` is not empty the reply carries Inference-Header-Content-Length:
+// json.size() and Content-Type application/octet-stream.
+struct EncodedResponse {
+  std::string json;
+  std::string binary;
+};
+
+// Encodes the outputs of a run (`outputs` in the order the request asked for them).
+// Numbers are written as the shortest text that reads back to the same value.
+Result<EncodedResponse> encode_infer_response(const std::string& model, const std::string& version,
+                                              const InferRequest& request, const NamedTensors& outputs);
+
+// {"error": "<message>"} (the message made valid UTF-8).
+std::string error_json(const std::string& message);
+
+}  // namespace bulkhead::serve

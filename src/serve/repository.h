@@ -1,0 +1,65 @@
+// A model repository on disk, as `bulkhead serve --model-repository DIR` reads it:
+//
+//   DIR/<model>/config.json         optional: how the model is served (below)
+//   DIR/<model>/<version>/model.onnx   one folder per version, a positive integer
+//
+// Model names are what clients put in URLs: letters, digits, '_', '-' and '.', at most
+// 128 characters, not starting with '.'. Folders with other names are skipped with a
+// warning. Nothing is read outside DIR: a model's folder, its versions and their
+// model.onnx must be real folders and files, not symbolic links leaving it.
+//
+// config.json (every field optional; an unknown field is an error naming it):
+//   "devices":            ["cpu"] | ["vulkan:0", "cpu"] | "vulkan:0,cpu"
+//   "threads":            intra-op threads per run (0 = the cores)
+//   "isolation":          "in-process" | "process"
+//   "instances":          sessions serving the model (1..64; default 1)
+//   "queue_depth":        requests that may wait for an instance (0..100000; default 64);
+//                         one more is refused with HTTP 503
+//   "request_timeout_ms": the longest a request may wait and run (0 = no limit)
+//   "worker_timeout_ms":  process isolation: a run not answered in this long kills the worker
+//   "graph_capture":      true | false
+//   "submission_policy":  GPU submissions: "single", "per-dispatch", "split", "auto[:bytes]"
+//   "optimization_level": 0, 1, 2
+//   "precision":          "fp32" | "bf16"
+//   "versions":           "latest" (default: the highest version only) | "all" | [1, 3]
+//
+// Free functions; thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "bulkhead/bulkhead.hpp"
+
+namespace bulkhead::serve {
+
+struct ModelConfig {
+  SessionOptions session;  // devices, threads, isolation, timeouts, graph capture, policy
+  int instances = 1;
+  int queue_depth = 64;
+  int64_t request_timeout_ms = 0;
+  enum class Versions { kLatest, kAll, kListed } versions = Versions::kLatest;
+  std::vector<int64_t> listed_versions;
+};
+
+// Parses config.json's text; `where` ("model 'rec': /repo/rec/config.json") prefixes errors.
+Result<ModelConfig> parse_model_config(const std::string& json_text, const std::string& where);
+
+// Whether `name` may be a model's name (above).
+bool valid_model_name(const std::string& name);
+
+// The model folders of the repository, sorted; `skipped` receives one line per folder
+// left out and why. Fails when DIR is not a readable folder.
+Result<std::vector<std::string>> list_models(const std::string& repository, std::vector<std::string>* skipped);
+
+struct ModelFiles {
+  ModelConfig config;
+  std::vector<std::pair<int64_t, std::string>> versions;  // (version, path of model.onnx), ascending
+};
+
+// What to load for model `name`: its configuration and the versions it selects. Errors
+// name the model, the file and the field.
+Result<ModelFiles> model_files(const std::string& repository, const std::string& name);
+
+}  // namespace bulkhead::serve

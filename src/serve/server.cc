@@ -1,0 +1,448 @@
+#include "serve/server.h"
+
+#include <httplib.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+
+#include "common/json_safe.h"
+#include "common/text.h"
+#include "serve/oip.h"
+
+namespace bulkhead::serve {
+namespace {
+
+using nlohmann::json;
+
+int http_status(StatusCode c) {
+  switch (c) {
+    case StatusCode::kInvalidArgument:
+    case StatusCode::kUnsupported:
+      return 400;
+    case StatusCode::kNotFound:
+      return 404;
+    case StatusCode::kResourceExhausted:
+    case StatusCode::kUnavailable:
+      return 503;
+    case StatusCode::kDeadlineExceeded:
+      return 504;
+    default:
+      return 500;
+  }
+}
+
+void reply_error(httplib::Response& res, int status, const std::string& message) {
+  res.status = status;
+  res.set_content(error_json(message), "application/json");
+}
+
+void reply_json(httplib::Response& res, const json& j, int status = 200) {
+  res.status = status;
+  res.set_content(utf8_safe(j).dump(), "application/json");
+}
+
+json io_json(const std::vector<IoInfo>& ios) {
+  json a = json::array();
+  for (const auto& io : ios) {
+    std::string dt = io.is_tensor ? oip_datatype(io.dtype) : "";
+    json shape = json::array();
+    if (io.has_shape)
+      for (int64_t d : io.shape) shape.push_back(d);
+    a.push_back({{"name", io.name}, {"datatype", dt.empty() ? "UNSUPPORTED" : dt}, {"shape", shape}});
+  }
+  return a;
+}
+
+// A strict non-negative decimal (header values).
+bool parse_size(const std::string& s, uint64_t* out) {
+  if (s.empty() || s.size() > 19) return false;
+  uint64_t n = 0;
+  for (char c : s) {
+    if (c < '0' || c > '9') return false;
+    n = n * 10 + static_cast<uint64_t>(c - '0');
+  }
+  *out = n;
+  return true;
+}
+
+}  // namespace
+
+Server::Server(ServerOptions options) : options_(std::move(options)), http_(std::make_unique<httplib::Server>()) {}
+
+Server::~Server() {
+  stop();
+  std::map<std::string, ModelState> models;
+  {
+    std::lock_guard lock(mu_);
+    models.swap(models_);
+  }
+  for (auto& [n, m] : models)
+    for (auto& h : m.versions) h->drain();
+}
+
+void Server::log(const std::string& line) const {
+  if (options_.log) {
+    options_.log(line);
+  } else {
+    std::fprintf(stderr, "bulkhead serve: %s\n", printable(line).c_str());
+    std::fflush(stderr);
+  }
+}
+
+Status Server::start() {
+  for (const auto& lib : options_.backend_libs) BH_RETURN_IF_ERROR(env_.load_backend(lib));
+  std::vector<std::string> skipped;
+  BH_ASSIGN_OR_RETURN(std::vector<std::string> names, list_models(options_.repository, &skipped));
+  for (const auto& s : skipped) log(s);
+  for (const auto& name : names) {
+    Status st = load_model(name);
+    if (!st.is_ok()) log("error: " + st.message());
+  }
+  routes();
+  const size_t threads = static_cast<size_t>(std::max(1, options_.http_threads));
+  http_->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+  http_->set_payload_max_length(options_.max_body_bytes);
+  if (options_.http_port == 0) {
+    port_ = http_->bind_to_any_port(options_.host);
+  } else {
+    port_ = http_->bind_to_port(options_.host, options_.http_port) ? options_.http_port : -1;
+  }
+  if (port_ <= 0)
+    return Status(StatusCode::kUnavailable, "cannot listen on " + printable(options_.host) + ":" +
+                                                std::to_string(options_.http_port) + " (in use, or not an address here)");
+  started_ = true;
+  return Status::ok();
+}
+
+Status Server::serve() {
+  if (!started_) return Status(StatusCode::kFailedPrecondition, "serve() before start()");
+  if (!http_->listen_after_bind() && started_)
+    return Status(StatusCode::kUnavailable, "the HTTP listener stopped unexpectedly");
+  return Status::ok();
+}
+
+void Server::stop() {
+  if (http_) http_->stop();
+}
+
+Status Server::load_model(const std::string& name) {
+  std::lock_guard serial(load_mu_);
+  auto files = model_files(options_.repository, name);
+  if (!files.is_ok()) {
+    // A state is kept for a folder of the repository (or a model loaded before), never for
+    // any name a client asks to load.
+    std::error_code ec;
+    bool folder = valid_model_name(name) &&
+                  std::filesystem::is_directory(std::filesystem::symlink_status(options_.repository + "/" + name, ec));
+    std::lock_guard lock(mu_);
+    if (folder || models_.count(name)) {
+      ModelState& m = models_[name];
+      m.name = name;
+      if (m.versions.empty()) {  // else a reload failed: the loaded versions keep serving
+        m.state = "UNAVAILABLE";
+        m.reason = files.status().message();
+      }
+    }
+    return files.status();
+  }
+  {
+    std::lock_guard lock(mu_);
+    ModelState& m = models_[name];
+    m.name = name;
+    if (m.versions.empty()) m.state = "LOADING";
+  }
+  std::vector<std::shared_ptr<ModelHost>> hosts;
+  for (const auto& [version, path] : files->versions) {
+    auto h = ModelHost::load(env_, name, version, path, files->config);
+    if (!h.is_ok()) {
+      Status st = h.status().with_context("model '" + name + "' version " + std::to_string(version) + ": ");
+      std::lock_guard lock(mu_);
+      ModelState& m = models_[name];
+      if (m.versions.empty()) {
+        m.state = "UNAVAILABLE";
+        m.reason = st.message();
+      }
+      return st;  // the versions already serving (a reload) keep serving
+    }
+    hosts.push_back(std::move(h).value());
+  }
+  std::vector<std::shared_ptr<ModelHost>> old;
+  {
+    std::lock_guard lock(mu_);
+    ModelState& m = models_[name];
+    old.swap(m.versions);
+    m.versions = hosts;
+    m.state = "READY";
+    m.reason.clear();
+  }
+  for (auto& h : old) h->drain();
+  std::string vs;
+  for (auto& h : hosts) vs += (vs.empty() ? "" : ", ") + std::to_string(h->version());
+  log("model '" + name + "' ready (version " + vs + ", " + std::to_string(files->config.instances) + " instance(s), " +
+      files->config.session.isolation + ")");
+  return Status::ok();
+}
+
+Status Server::unload_model(const std::string& name) {
+  std::lock_guard serial(load_mu_);
+  std::vector<std::shared_ptr<ModelHost>> hosts;
+  {
+    std::lock_guard lock(mu_);
+    auto it = models_.find(name);
+    if (it == models_.end() || it->second.versions.empty())
+      return not_found("model '" + printable(name) + "' is not loaded");
+    it->second.state = "UNLOADING";
+    hosts.swap(it->second.versions);
+  }
+  for (auto& h : hosts) h->drain();
+  hosts.clear();  // the sessions go here, or with the last request still holding one
+  {
+    std::lock_guard lock(mu_);
+    ModelState& m = models_[name];
+    m.state = "UNAVAILABLE";
+    m.reason = "unloaded";
+  }
+  log("model '" + name + "' unloaded");
+  return Status::ok();
+}
+
+std::vector<Server::ModelState> Server::models() const {
+  std::lock_guard lock(mu_);
+  std::vector<ModelState> r;
+  for (const auto& [n, m] : models_) r.push_back(m);
+  return r;
+}
+
+std::shared_ptr<ModelHost> Server::find(const std::string& m, const std::string& v, int* status,
+                                        std::string* error) const {
+  std::lock_guard lock(mu_);
+  auto it = models_.find(m);
+  if (it == models_.end()) {
+    *status = 404;
+    *error = "unknown model '" + printable(m) + "'";
+    return nullptr;
+  }
+  const ModelState& s = it->second;
+  if (s.versions.empty()) {
+    *status = s.state == "LOADING" ? 503 : 404;
+    *error = "model '" + printable(m) + "' is not loaded" + (s.reason.empty() ? "" : ": " + s.reason);
+    return nullptr;
+  }
+  if (v.empty()) return s.versions.back();
+  for (const auto& h : s.versions)
+    if (std::to_string(h->version()) == v) return h;
+  *status = 404;
+  *error = "model '" + printable(m) + "' has no version '" + printable(v) + "' loaded";
+  return nullptr;
+}
+
+void Server::routes() {
+  httplib::Server& h = *http_;
+  h.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
+    std::string what = "unknown exception";
+    try {
+      if (ep) std::rethrow_exception(ep);
+    } catch (const std::exception& e) {
+      what = e.what();
+    } catch (...) {
+    }
+    reply_error(res, 500, "internal error: " + what);
+  });
+  h.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
+    if (!res.body.empty()) return;
+    if (res.status == 404) reply_error(res, 404, "no such endpoint: " + req.method + " " + req.path);
+    else if (res.status == 413) reply_error(res, 413, "the request body is larger than the server accepts");
+    else if (res.status == 400)
+      reply_error(res, 400, "the HTTP request could not be read (malformed, or a POST without Content-Length)");
+    else reply_error(res, res.status, "request refused (HTTP " + std::to_string(res.status) + ")");
+  });
+
+  h.Get("/v2/health/live", [](const httplib::Request&, httplib::Response& res) { reply_json(res, json::object()); });
+  h.Get("/v2/health/ready", [this](const httplib::Request&, httplib::Response& res) {
+    bool ready = started_;
+    for (const auto& m : models())
+      for (const auto& host : m.versions) ready = ready && host->ready();
+    if (ready) reply_json(res, json::object());
+    else reply_error(res, 400, "not ready");
+  });
+  h.Get("/v2", [](const httplib::Request&, httplib::Response& res) {
+    reply_json(res, {{"name", "bulkhead"},
+                     {"version", BULKHEAD_VERSION},
+                     {"extensions", {"binary_tensor_data", "model_repository"}}});
+  });
+  auto metadata = [this](const httplib::Request& req, httplib::Response& res) {
+    int status = 0;
+    std::string err;
+    std::string v = req.matches.size() > 2 ? req.matches[2].str() : "";
+    auto host = find(req.matches[1], v, &status, &err);
+    if (!host) return reply_error(res, status, err);
+    json versions = json::array();
+    for (const auto& m : models())
+      if (m.name == host->name())
+        for (const auto& x : m.versions) versions.push_back(std::to_string(x->version()));
+    reply_json(res, {{"name", host->name()},
+                     {"versions", versions},
+                     {"platform", "onnx"},
+                     {"inputs", io_json(host->inputs())},
+                     {"outputs", io_json(host->outputs())}});
+  };
+  h.Get(R"(/v2/models/([^/]+))", metadata);
+  h.Get(R"(/v2/models/([^/]+)/versions/([^/]+))", metadata);
+  auto model_ready = [this](const httplib::Request& req, httplib::Response& res) {
+    int status = 0;
+    std::string err;
+    std::string v = req.matches.size() > 2 ? req.matches[2].str() : "";
+    auto host = find(req.matches[1], v, &status, &err);
+    if (!host) return reply_error(res, status == 503 ? 400 : status, err);
+    bool ready = host->ready();
+    reply_json(res, {{"name", host->name()}, {"ready", ready}}, ready ? 200 : 400);
+  };
+  h.Get(R"(/v2/models/([^/]+)/ready)", model_ready);
+  h.Get(R"(/v2/models/([^/]+)/versions/([^/]+)/ready)", model_ready);
+  auto infer = [this](const httplib::Request& req, httplib::Response& res) {
+    int status = 0;
+    std::string err;
+    std::string v = req.matches.size() > 2 ? req.matches[2].str() : "";
+    auto host = find(req.matches[1], v, &status, &err);
+    if (!host) return reply_error(res, status, err);
+    std::optional<uint64_t> header_length;
+    if (req.has_header("Inference-Header-Content-Length")) {
+      uint64_t n = 0;
+      if (!parse_size(req.get_header_value("Inference-Header-Content-Length"), &n))
+        return reply_error(res, 400, "Inference-Header-Content-Length is not a byte count");
+      header_length = n;
+    }
+    auto parsed = parse_infer_request(req.body, header_length, host->inputs(), host->outputs());
+    if (!parsed.is_ok()) return reply_error(res, 400, "model '" + host->name() + "': " + parsed.status().message());
+    std::vector<std::string> wanted;
+    for (const auto& o : parsed->outputs) wanted.push_back(o.name);
+    auto out = host->infer(parsed->inputs, wanted);
+    if (!out.is_ok()) {
+      if (out.status().code() != StatusCode::kResourceExhausted) log("error: " + out.status().message());
+      return reply_error(res, http_status(out.status().code()), out.status().message());
+    }
+    auto encoded = encode_infer_response(host->name(), std::to_string(host->version()), *parsed, *out);
+    if (!encoded.is_ok()) return reply_error(res, 500, encoded.status().message());
+    res.status = 200;
+    if (encoded->binary.empty()) {
+      res.set_content(std::move(encoded->json), "application/json");
+    } else {
+      res.set_header("Inference-Header-Content-Length", std::to_string(encoded->json.size()));
+      std::string body = std::move(encoded->json);
+      body += encoded->binary;
+      res.set_content(std::move(body), "application/octet-stream");
+    }
+  };
+  h.Post(R"(/v2/models/([^/]+)/infer)", infer);
+  h.Post(R"(/v2/models/([^/]+)/versions/([^/]+)/infer)", infer);
+
+  h.Post("/v2/repository/index", [this](const httplib::Request& req, httplib::Response& res) {
+    bool only_ready = false;
+    if (!req.body.empty()) {
+      json body;
+      try {
+        body = json::parse(req.body);
+      } catch (const json::exception&) {
+        return reply_error(res, 400, "the request body is not valid JSON");
+      }
+      if (!body.is_object()) return reply_error(res, 400, "expected a JSON object");
+      if (body.contains("ready")) {
+        if (!body["ready"].is_boolean()) return reply_error(res, 400, "'ready' must be true or false");
+        only_ready = body["ready"].get<bool>();
+      }
+    }
+    std::set<std::string> names;
+    if (auto listed = list_models(options_.repository, nullptr); listed.is_ok()) names.insert(listed->begin(), listed->end());
+    std::map<std::string, ModelState> known;
+    for (auto& m : models()) {
+      names.insert(m.name);
+      known[m.name] = m;
+    }
+    json index = json::array();
+    for (const auto& n : names) {
+      auto it = known.find(n);
+      if (it == known.end()) {
+        if (!only_ready) index.push_back({{"name", n}, {"state", "UNAVAILABLE"}, {"reason", "not loaded"}});
+        continue;
+      }
+      const ModelState& m = it->second;
+      if (m.versions.empty()) {
+        if (!only_ready) index.push_back({{"name", n}, {"state", m.state}, {"reason", m.reason}});
+        continue;
+      }
+      for (const auto& host : m.versions) {
+        bool ready = m.state == "READY" && host->ready();
+        if (only_ready && !ready) continue;
+        index.push_back({{"name", n},
+                         {"version", std::to_string(host->version())},
+                         {"state", ready ? "READY" : (m.state == "READY" ? "UNAVAILABLE" : m.state)},
+                         {"reason", ready ? "" : (m.reason.empty() ? "an instance is not ready" : m.reason)}});
+      }
+    }
+    reply_json(res, index);
+  });
+  h.Post(R"(/v2/repository/models/([^/]+)/load)", [this](const httplib::Request& req, httplib::Response& res) {
+    std::string name = req.matches[1];
+    if (!valid_model_name(name)) return reply_error(res, 400, "'" + printable(name) + "' is not a valid model name");
+    Status st = load_model(name);
+    if (!st.is_ok()) {
+      log("error: " + st.message());
+      return reply_error(res, st.code() == StatusCode::kNotFound ? 404 : 400, st.message());
+    }
+    reply_json(res, json::object());
+  });
+  h.Post(R"(/v2/repository/models/([^/]+)/unload)", [this](const httplib::Request& req, httplib::Response& res) {
+    Status st = unload_model(req.matches[1]);
+    if (!st.is_ok()) return reply_error(res, http_status(st.code()), st.message());
+    reply_json(res, json::object());
+  });
+  h.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
+    res.set_content(metrics_text(), "text/plain; version=0.0.4");
+  });
+}
+
+std::string Server::metrics_text() const {
+  std::ostringstream os;
+  struct Row {
+    std::string labels;
+    ModelHost::Stats s;
+  };
+  std::vector<Row> rows;
+  for (const auto& m : models())
+    for (const auto& h : m.versions)
+      rows.push_back({"model=\"" + h->name() + "\",version=\"" + std::to_string(h->version()) + "\"", h->stats()});
+  auto counter = [&](const char* name, const char* help, const char* type, auto get) {
+    os << "# HELP " << name << " " << help << "\n# TYPE " << name << " " << type << "\n";
+    for (const auto& r : rows) os << name << "{" << r.labels << "} " << get(r.s) << "\n";
+  };
+  counter("bulkhead_requests_total", "Inference requests answered.", "counter",
+          [](const ModelHost::Stats& s) { return s.requests; });
+  counter("bulkhead_request_failures_total", "Inference requests whose run failed.", "counter",
+          [](const ModelHost::Stats& s) { return s.failures; });
+  counter("bulkhead_requests_refused_total", "Inference requests refused: queue full or model unloading.", "counter",
+          [](const ModelHost::Stats& s) { return s.refused; });
+  counter("bulkhead_queue_depth", "Requests waiting for an instance.", "gauge",
+          [](const ModelHost::Stats& s) { return s.waiting; });
+  counter("bulkhead_requests_running", "Requests running.", "gauge",
+          [](const ModelHost::Stats& s) { return s.running; });
+  counter("bulkhead_worker_restarts_total", "Worker processes replaced (process isolation).", "counter",
+          [](const ModelHost::Stats& s) { return s.worker_restarts; });
+  const char* hist = "bulkhead_request_duration_milliseconds";
+  os << "# HELP " << hist << " Inference request latency, waiting included.\n# TYPE " << hist << " histogram\n";
+  for (const auto& r : rows) {
+    uint64_t cum = 0;
+    for (size_t b = 0; b < r.s.latency_buckets.size(); ++b) {
+      cum += r.s.latency_buckets[b];
+      std::string le = b < ModelHost::kLatencyBucketsMs.size() ? std::to_string(static_cast<int64_t>(ModelHost::kLatencyBucketsMs[b])) : "+Inf";
+      os << hist << "_bucket{" << r.labels << ",le=\"" << le << "\"} " << cum << "\n";
+    }
+    os << hist << "_sum{" << r.labels << "} " << r.s.latency_sum_ms << "\n";
+    os << hist << "_count{" << r.labels << "} " << cum << "\n";
+  }
+  return os.str();
+}
+
+}  // namespace bulkhead::serve

@@ -1,0 +1,105 @@
+// `bulkhead serve`: models from a repository (serve/repository.h) served over the Open
+// Inference Protocol's REST binding (KServe v2), with its binary tensor data and model
+// repository extensions, and Prometheus metrics.
+//
+//   GET  /v2/health/live                        200 while the process serves HTTP
+//   GET  /v2/health/ready                       200 once startup loading is over and every
+//                                               loaded model is ready; else 400
+//   GET  /v2                                    {"name", "version", "extensions"}
+//   GET  /v2/models/{m}[/versions/{v}]          metadata: inputs and outputs with
+//                                               datatype and shape (-1: free)
+//   GET  /v2/models/{m}[/versions/{v}]/ready    200 ready, 400 not (404 unknown)
+//   POST /v2/models/{m}[/versions/{v}]/infer    inference (serve/oip.h)
+//   POST /v2/repository/index                   [{"name", "version", "state", "reason"}]
+//   POST /v2/repository/models/{m}/load         (re)loads the model from the repository
+//   POST /v2/repository/models/{m}/unload       drains and unloads it
+//   GET  /metrics                               Prometheus text format
+//
+// Errors are {"error": "<one line>"}: 400 for the client's mistakes (malformed JSON, an
+// unknown input, a wrong datatype or shape), 404 for an unknown model or version, 413 for
+// a body over the limit, 503 when a model's queue is full or it is not ready, 504 when a
+// request passes its time limit, 500 when a run fails otherwise (a crashed worker). A
+// model's failure reaches only its own requests (DESIGN.md I9).
+//
+// Ownership: the Server owns its Env, its models and its HTTP listener. Thread-safety:
+// stop() may be called from any thread (a signal-watching one); everything else is for
+// the thread that made the Server.
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "bulkhead/bulkhead.hpp"
+#include "serve/model_host.h"
+
+namespace httplib {
+class Server;
+}
+
+namespace bulkhead::serve {
+
+struct ServerOptions {
+  std::string repository;
+  std::string host = "127.0.0.1";
+  int http_port = 8000;          // 0: any free port (see Server::http_port())
+  int http_threads = 64;         // connections served at once (keep-alive ones hold one)
+  uint64_t max_body_bytes = uint64_t{256} << 20;
+  std::vector<std::string> backend_libs;  // plugins to load into the Env
+  // Where one-line logs go (startup, loads, failures); null: stderr.
+  std::function<void(const std::string&)> log;
+};
+
+class Server {
+ public:
+  explicit Server(ServerOptions options);
+  ~Server();
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
+
+  // Loads every model of the repository (a model that fails is logged and listed with its
+  // reason; the others load), then binds the HTTP port. Fails only when the repository
+  // cannot be read or the port cannot be bound.
+  Status start();
+  int http_port() const { return port_; }
+  // Serves until stop(); returns when the listener has closed and in-flight requests are
+  // answered.
+  Status serve();
+  // Stops accepting; in-flight requests finish. Safe from any thread, more than once.
+  void stop();
+
+  // The model repository extension, also used by start().
+  Status load_model(const std::string& name);
+  Status unload_model(const std::string& name);
+
+  struct ModelState {
+    std::string name;
+    std::string state;   // "LOADING", "READY", "UNAVAILABLE", "UNLOADING"
+    std::string reason;  // why UNAVAILABLE
+    std::vector<std::shared_ptr<ModelHost>> versions;  // ascending version
+  };
+  std::vector<ModelState> models() const;
+
+ private:
+  void log(const std::string& line) const;
+  void routes();
+  // The host serving (m, v); v empty = the highest version. Sets an HTTP status and
+  // message when there is none.
+  std::shared_ptr<ModelHost> find(const std::string& m, const std::string& v, int* status, std::string* error) const;
+  std::string metrics_text() const;
+
+  ServerOptions options_;
+  Env env_;
+  std::unique_ptr<httplib::Server> http_;
+  int port_ = -1;
+  std::atomic<bool> started_{false};
+  mutable std::mutex mu_;
+  std::map<std::string, ModelState> models_;
+  std::mutex load_mu_;  // one load or unload at a time
+};
+
+}  // namespace bulkhead::serve

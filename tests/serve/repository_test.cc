@@ -1,0 +1,207 @@
+// The model repository's layout and config.json (serve/repository.h), and ModelHost's
+// queue (serve/model_host.h).
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "serve/model_host.h"
+#include "serve/repository.h"
+#include "support/test_util.h"
+
+namespace bulkhead::serve {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string config_error(const std::string& text) {
+  auto r = parse_model_config(text, "model 'm': config.json");
+  EXPECT_FALSE(r.is_ok()) << text;
+  return r.is_ok() ? "" : r.status().message();
+}
+
+TEST(ServeConfig, EveryFieldParses) {
+  auto c = parse_model_config(R"({"devices": ["cpu"], "threads": 2, "isolation": "process", "instances": 3,
+      "queue_depth": 5, "request_timeout_ms": 250, "worker_timeout_ms": 9000, "graph_capture": false,
+      "submission_policy": "split", "optimization_level": 1, "precision": "fp32", "versions": [1, 3]})",
+                              "m");
+  ASSERT_TRUE(c.is_ok()) << c.status().to_string();
+  EXPECT_EQ(c->session.threads, 2);
+  EXPECT_EQ(c->session.isolation, "process");
+  EXPECT_EQ(c->instances, 3);
+  EXPECT_EQ(c->queue_depth, 5);
+  EXPECT_EQ(c->request_timeout_ms, 250);
+  EXPECT_EQ(c->session.worker_timeout_ms, 9000);
+  EXPECT_FALSE(c->session.graph_capture);
+  EXPECT_EQ(c->session.submit_policy, "split");
+  EXPECT_EQ(c->session.optimization_level, 1);
+  EXPECT_EQ(c->versions, ModelConfig::Versions::kListed);
+  EXPECT_EQ(c->listed_versions, (std::vector<int64_t>{1, 3}));
+  auto d = parse_model_config("{}", "m");
+  ASSERT_TRUE(d.is_ok());
+  EXPECT_EQ(d->instances, 1);
+  EXPECT_EQ(d->versions, ModelConfig::Versions::kLatest);
+  auto s = parse_model_config(R"({"devices": "vulkan:0,cpu"})", "m");
+  ASSERT_TRUE(s.is_ok());
+  EXPECT_EQ(s->session.devices, (std::vector<std::string>{"vulkan:0", "cpu"}));
+}
+
+TEST(ServeConfig, BadConfigurationsNameTheField) {
+  EXPECT_NE(config_error("{").find("not valid JSON"), std::string::npos);
+  EXPECT_NE(config_error("[1]").find("expected a JSON object"), std::string::npos);
+  EXPECT_NE(config_error(R"({"instance": 2})").find("unknown field 'instance'"), std::string::npos);
+  EXPECT_NE(config_error(R"({"instances": 0})").find("field 'instances': must be in [1, 64]"), std::string::npos);
+  EXPECT_NE(config_error(R"({"instances": "2"})").find("field 'instances': expected an integer"), std::string::npos);
+  EXPECT_NE(config_error(R"({"threads": 1.5})").find("field 'threads'"), std::string::npos);
+  EXPECT_NE(config_error(R"({"isolation": "thread"})").find("field 'isolation'"), std::string::npos);
+  EXPECT_NE(config_error(R"({"graph_capture": 1})").find("field 'graph_capture'"), std::string::npos);
+  EXPECT_NE(config_error(R"({"devices": []})").find("field 'devices'"), std::string::npos);
+  EXPECT_NE(config_error(R"({"devices": ["cpu;threads=9"]})").find("field 'devices'"), std::string::npos);
+  EXPECT_NE(config_error(R"({"precision": "fp8"})").find("precision"), std::string::npos);
+  EXPECT_NE(config_error(R"({"versions": "newest"})").find("field 'versions'"), std::string::npos);
+  EXPECT_NE(config_error(R"({"versions": [0]})").find("field 'versions'"), std::string::npos);
+  EXPECT_NE(config_error(R"({"queue_depth": 18446744073709551615})").find("field 'queue_depth'"), std::string::npos);
+  EXPECT_NE(config_error(R"({"max_batch_size": 8})").find("not implemented"), std::string::npos);
+  // Every message starts with where it came from.
+  EXPECT_EQ(config_error(R"({"x": 1})").rfind("model 'm': config.json: ", 0), 0u);
+}
+
+TEST(ServeRepository, LayoutVersionsAndHostileNames) {
+  fs::path root = fs::temp_directory_path() / ("bh_repo_" + std::to_string(::getpid()));
+  fs::remove_all(root);
+  auto write = [](const fs::path& p, const std::string& text) {
+    fs::create_directories(p.parent_path());
+    std::ofstream(p) << text;
+  };
+  write(root / "a" / "1" / "model.onnx", "x");
+  write(root / "a" / "3" / "model.onnx", "x");
+  write(root / "a" / "02" / "model.onnx", "x");   // not a version: leading zero
+  write(root / "a" / "abc" / "model.onnx", "x");  // not a version
+  write(root / "b" / "config.json", R"({"versions": "all"})");
+  write(root / "b" / "1" / "model.onnx", "x");
+  write(root / "b" / "2" / "model.onnx", "x");
+  write(root / "c" / "config.json", R"({"versions": [4]})");
+  write(root / "c" / "1" / "model.onnx", "x");
+  write(root / "empty" / "README", "x");
+  write(root / "bad name" / "1" / "model.onnx", "x");
+  write(root / ".hidden" / "1" / "model.onnx", "x");
+  write(root / "notes.txt", "x");
+  write(root / "outside" / "1" / "model.onnx", "x");
+  fs::create_directory_symlink(root / "outside", root / "link");
+  fs::create_directories(root / "d" / "1");
+  fs::create_symlink(root / "outside" / "1" / "model.onnx", root / "d" / "1" / "model.onnx");
+
+  std::vector<std::string> skipped;
+  auto names = list_models(root.string(), &skipped);
+  ASSERT_TRUE(names.is_ok()) << names.status().to_string();
+  EXPECT_EQ(*names, (std::vector<std::string>{"a", "b", "c", "d", "empty", "outside"}));  // no link, no hidden
+  ASSERT_EQ(skipped.size(), 1u);
+  EXPECT_NE(skipped[0].find("bad name"), std::string::npos);
+
+  auto a = model_files(root.string(), "a");
+  ASSERT_TRUE(a.is_ok()) << a.status().to_string();
+  ASSERT_EQ(a->versions.size(), 1u);
+  EXPECT_EQ(a->versions[0].first, 3);  // latest
+  auto b = model_files(root.string(), "b");
+  ASSERT_TRUE(b.is_ok());
+  EXPECT_EQ(b->versions.size(), 2u);
+  auto c = model_files(root.string(), "c");
+  ASSERT_FALSE(c.is_ok());
+  EXPECT_NE(c.status().message().find("version 4"), std::string::npos);
+  auto d = model_files(root.string(), "d");  // model.onnx is a link out of the folder
+  ASSERT_FALSE(d.is_ok());
+  EXPECT_NE(d.status().message().find("no version folder"), std::string::npos);
+  auto e = model_files(root.string(), "empty");
+  ASSERT_FALSE(e.is_ok());
+  EXPECT_NE(e.status().message().find("model 'empty'"), std::string::npos);
+  for (const char* hostile : {"..", "../a", "a/../b", "", ".hidden", "link/../a"}) {
+    auto h = model_files(root.string(), hostile);
+    EXPECT_FALSE(h.is_ok()) << hostile;
+  }
+  EXPECT_FALSE(model_files(root.string(), "link").is_ok());  // a link, not a folder
+  EXPECT_FALSE(list_models((root / "nope").string(), nullptr).is_ok());
+  fs::remove_all(root);
+}
+
+// A model whose runs take a while: a chain of element-wise ops on a large tensor.
+std::string slow_model_path() {
+  static const std::string path = [] {
+    std::string text = R"(<ir_version: 8, opset_import: ["" : 17]>
+g (float[N] x) => (float[N] y) {
+  a = Sin(x)
+  b = Cos(a)
+  c = Sin(b)
+  y = Cos(c)
+})";
+    fs::path p = fs::temp_directory_path() / ("bh_slow_" + std::to_string(::getpid()) + ".onnx");
+    std::ofstream(p, std::ios::binary) << test::model_text_bytes(text);
+    return p.string();
+  }();
+  return path;
+}
+
+TEST(ServeModelHost, QueueBoundTimeLimitAndDrain) {
+  Env env;
+  ModelConfig c;
+  c.session.threads = 1;
+  c.instances = 1;
+  c.queue_depth = 1;
+  auto host = ModelHost::load(env, "slow", 1, slow_model_path(), c);
+  ASSERT_TRUE(host.is_ok()) << host.status().to_string();
+  ASSERT_TRUE((*host)->ready());
+  const Tensor big = test::random_tensor({8 << 20}, 1);  // ~0.1 s per run
+  const Tensor small = test::random_tensor({4}, 2);
+  // Three at once on one instance with a queue of one: one runs, one waits, one is refused.
+  std::atomic<int> ok{0}, refused{0}, other{0};
+  std::vector<std::thread> ts;
+  for (int i = 0; i < 3; ++i)
+    ts.emplace_back([&, i] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20 * i));
+      auto r = (*host)->infer({{"x", big}}, {});
+      if (r.is_ok()) ++ok;
+      else if (r.status().code() == StatusCode::kResourceExhausted) ++refused;
+      else ++other;
+    });
+  for (auto& t : ts) t.join();
+  EXPECT_EQ(ok.load(), 2);
+  EXPECT_EQ(refused.load(), 1);
+  EXPECT_EQ(other.load(), 0);
+  auto st = (*host)->stats();
+  EXPECT_EQ(st.requests, 2u);
+  EXPECT_EQ(st.refused, 1u);
+  EXPECT_EQ(st.waiting + st.running, 0);
+
+  // A bad input fails that request only.
+  auto bad = (*host)->infer({{"nope", small}}, {});
+  ASSERT_FALSE(bad.is_ok());
+  EXPECT_NE(bad.status().message().find("model 'slow'"), std::string::npos);
+  EXPECT_TRUE((*host)->infer({{"x", small}}, {}).is_ok());
+
+  // A request waiting past request_timeout_ms fails with kDeadlineExceeded.
+  ModelConfig t = c;
+  t.request_timeout_ms = 30;
+  auto timed = ModelHost::load(env, "slow", 1, slow_model_path(), t);
+  ASSERT_TRUE(timed.is_ok());
+  std::thread first([&] { (void)(*timed)->infer({{"x", big}}, {}); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  auto late = (*timed)->infer({{"x", big}}, {});
+  first.join();
+  ASSERT_FALSE(late.is_ok());
+  EXPECT_EQ(late.status().code(), StatusCode::kDeadlineExceeded);
+
+  // Drain: in-flight requests finish, later ones are refused, readiness goes.
+  std::thread running([&] { EXPECT_TRUE((*host)->infer({{"x", big}}, {}).is_ok()); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  (*host)->drain();
+  running.join();
+  EXPECT_FALSE((*host)->ready());
+  auto after = (*host)->infer({{"x", small}}, {});
+  ASSERT_FALSE(after.is_ok());
+  EXPECT_EQ(after.status().code(), StatusCode::kUnavailable);
+}
+
+}  // namespace
+}  // namespace bulkhead::serve

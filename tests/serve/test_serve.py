@@ -1,0 +1,318 @@
+"""`bulkhead serve` end to end, as a user's client calls it: Python `requests` and `curl`
+against a server on 127.0.0.1 serving the real models from a repository folder.
+
+Run by ctest (serve_http_test) with Debian's /usr/bin/python3; needs BULKHEAD_BINARY and
+BULKHEAD_SHARED (the read-only test data) in the environment.
+"""
+import json
+import os
+import shutil
+import signal
+import struct
+import subprocess
+import time
+
+import numpy as np
+import pytest
+import requests
+
+BIN = os.environ.get("BULKHEAD_BINARY", "")
+SHARED = os.environ.get("BULKHEAD_SHARED", "")
+MODELS = os.path.join(SHARED, "models")
+TIMEOUT = 60  # seconds, for every HTTP call
+
+
+def need_data():
+    if not BIN or not os.path.exists(BIN):
+        pytest.fail("BULKHEAD_BINARY is not set to the bulkhead program")
+    if not os.path.isdir(MODELS):
+        pytest.fail(f"the shared test data is missing: {MODELS} (set BULKHEAD_SHARED)")
+
+
+def npy(model, kind, name):
+    return np.load(os.path.join(MODELS, model, kind, name + ".npy"))
+
+
+class Server:
+    def __init__(self, repo, *extra):
+        # The server's log goes to a file: a pipe nobody reads would block it once full.
+        self.log = open(os.path.join(str(repo), f".serve-{time.monotonic_ns()}.log"), "w+")
+        self.proc = subprocess.Popen([BIN, "serve", "--model-repository", str(repo), "--http-port", "0", *extra],
+                                     stdout=subprocess.PIPE, stderr=self.log, text=True)
+        line = self.proc.stdout.readline()  # loads every model first, then prints the port
+        if "listening on" not in line:
+            self.proc.kill()
+            self.proc.communicate(timeout=30)
+            raise AssertionError(f"the server did not start: {line!r} {self.logged()}")
+        self.url = line.strip().split()[-1]
+
+    def get(self, path, **kw):
+        return requests.get(self.url + path, timeout=TIMEOUT, **kw)
+
+    def post(self, path, **kw):
+        return requests.post(self.url + path, timeout=TIMEOUT, **kw)
+
+    def logged(self):
+        self.log.flush()
+        self.log.seek(0)
+        return self.log.read()
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+        out, _ = self.proc.communicate(timeout=60)
+        return self.proc.returncode, out, self.logged()
+
+
+@pytest.fixture(scope="module")
+def repo(tmp_path_factory):
+    need_data()
+    root = tmp_path_factory.mktemp("repo")
+    for m in ("ppocrv4_rec", "ppocrv4_det", "silero_vad_v5"):
+        os.makedirs(root / m / "1")
+        shutil.copyfile(os.path.join(MODELS, m, "model.onnx"), root / m / "1" / "model.onnx")
+    (root / "ppocrv4_rec" / "config.json").write_text(json.dumps({"threads": 1, "instances": 2}))
+    (root / "silero_vad_v5" / "config.json").write_text(json.dumps({"threads": 1, "isolation": "process"}))
+    os.makedirs(root / "broken" / "1")
+    shutil.copyfile(os.path.join(MODELS, "silero_vad_v5", "model.onnx"), root / "broken" / "1" / "model.onnx")
+    (root / "broken" / "config.json").write_text(json.dumps({"instance": 2}))
+    os.makedirs(root / "garbage" / "1")
+    (root / "garbage" / "1" / "model.onnx").write_bytes(b"\x08\x07not an onnx model" * 10)
+    return root
+
+
+@pytest.fixture(scope="module")
+def server(repo):
+    s = Server(repo)
+    yield s
+    s.stop()
+
+
+def rec_request(binary=False):
+    x = npy("ppocrv4_rec", "inputs", "x")
+    return x, {"id": "r1", "inputs": [{"name": "x", "shape": list(x.shape), "datatype": "FP32",
+                                        "data": x.flatten().tolist()}]}
+
+
+def check_rec(out):
+    ref = npy("ppocrv4_rec", "outputs", "softmax_11.tmp_0")
+    assert out.shape == ref.shape
+    assert np.max(np.abs(out - ref)) <= 1e-4
+
+
+def test_health_and_server_metadata(server):
+    assert server.get("/v2/health/live").status_code == 200
+    assert server.get("/v2/health/ready").status_code == 200
+    meta = server.get("/v2").json()
+    assert meta["name"] == "bulkhead"
+    assert "binary_tensor_data" in meta["extensions"] and "model_repository" in meta["extensions"]
+
+
+def test_repository_index_names_the_broken_models(server):
+    index = {e["name"]: e for e in server.post("/v2/repository/index").json()}
+    for m in ("ppocrv4_rec", "ppocrv4_det", "silero_vad_v5"):
+        assert index[m]["state"] == "READY", index[m]
+        assert index[m]["version"] == "1"
+    assert index["broken"]["state"] == "UNAVAILABLE"
+    assert "config.json" in index["broken"]["reason"] and "'instance'" in index["broken"]["reason"]
+    assert index["garbage"]["state"] == "UNAVAILABLE"
+    assert "model.onnx" in index["garbage"]["reason"]
+    ready = {e["name"] for e in server.post("/v2/repository/index", json={"ready": True}).json()}
+    assert ready == {"ppocrv4_rec", "ppocrv4_det", "silero_vad_v5"}
+
+
+def test_model_metadata_and_readiness(server):
+    meta = server.get("/v2/models/ppocrv4_det").json()
+    assert meta["name"] == "ppocrv4_det" and meta["versions"] == ["1"] and meta["platform"] == "onnx"
+    assert meta["inputs"][0]["name"] == "x" and meta["inputs"][0]["datatype"] == "FP32"
+    assert len(meta["inputs"][0]["shape"]) == 4 and meta["inputs"][0]["shape"][1] == 3
+    assert server.get("/v2/models/ppocrv4_det/versions/1").json() == meta
+    assert server.get("/v2/models/ppocrv4_det/ready").status_code == 200
+    assert server.get("/v2/models/ppocrv4_det/versions/1/ready").status_code == 200
+    assert server.get("/v2/models/nope/ready").status_code == 404
+    assert server.get("/v2/models/ppocrv4_det/versions/7").status_code == 404
+
+
+def test_rec_json_matches_the_reference(server):
+    x, req = rec_request()
+    r = server.post("/v2/models/ppocrv4_rec/infer", json=req)
+    assert r.status_code == 200, r.text
+    body = r.json()
+    assert body["model_name"] == "ppocrv4_rec" and body["model_version"] == "1" and body["id"] == "r1"
+    out = body["outputs"][0]
+    assert out["datatype"] == "FP32"
+    check_rec(np.array(out["data"], dtype=np.float32).reshape(out["shape"]))
+
+
+def binary_request(inputs, outputs=None, binary_output=True):
+    """The binary tensor extension: JSON header, then each input's raw bytes."""
+    header = {"inputs": [], "parameters": {"binary_data_output": binary_output}}
+    blobs = []
+    for name, arr, dt in inputs:
+        raw = np.ascontiguousarray(arr).tobytes()
+        header["inputs"].append({"name": name, "shape": list(arr.shape), "datatype": dt,
+                                 "parameters": {"binary_data_size": len(raw)}})
+        blobs.append(raw)
+    if outputs:
+        header["outputs"] = outputs
+    h = json.dumps(header).encode()
+    return h + b"".join(blobs), {"Inference-Header-Content-Length": str(len(h)),
+                                 "Content-Type": "application/octet-stream"}
+
+
+def split_binary_response(r):
+    n = int(r.headers["Inference-Header-Content-Length"])
+    header = json.loads(r.content[:n])
+    rest = r.content[n:]
+    arrays = {}
+    for o in header["outputs"]:
+        size = o["parameters"]["binary_data_size"]
+        assert o["datatype"] == "FP32"
+        arrays[o["name"]] = np.frombuffer(rest[:size], dtype=np.float32).reshape(o["shape"])
+        rest = rest[size:]
+    assert rest == b""
+    return header, arrays
+
+
+def test_det_binary_matches_the_reference(server):
+    x = npy("ppocrv4_det", "inputs", "x")
+    body, headers = binary_request([("x", x, "FP32")])
+    r = server.post("/v2/models/ppocrv4_det/infer", data=body, headers=headers)
+    assert r.status_code == 200, r.text[:300]
+    _, arrays = split_binary_response(r)
+    ref = npy("ppocrv4_det", "outputs", "sigmoid_0.tmp_0")
+    (out,) = arrays.values()
+    assert out.shape == ref.shape and np.max(np.abs(out - ref)) <= 1e-4
+
+
+def test_silero_in_a_worker_process_with_an_int64_scalar(server):
+    inp, state, sr = (npy("silero_vad_v5", "inputs", n) for n in ("input", "state", "sr"))
+    req = {"inputs": [
+        {"name": "input", "shape": list(inp.shape), "datatype": "FP32", "data": inp.flatten().tolist()},
+        {"name": "state", "shape": list(state.shape), "datatype": "FP32", "data": state.flatten().tolist()},
+        {"name": "sr", "shape": list(sr.shape), "datatype": "INT64", "data": sr.flatten().tolist()}],
+        "outputs": [{"name": "stateN"}, {"name": "output", "parameters": {"binary_data": False}}]}
+    r = server.post("/v2/models/silero_vad_v5/infer", json=req)
+    assert r.status_code == 200, r.text
+    outs = r.json()["outputs"]
+    assert [o["name"] for o in outs] == ["stateN", "output"]  # the order asked for
+    for o in outs:
+        ref = npy("silero_vad_v5", "outputs", o["name"])
+        got = np.array(o["data"], dtype=np.float32).reshape(o["shape"])
+        assert got.shape == ref.shape and np.max(np.abs(got - ref)) <= 1e-5
+
+
+def test_curl_as_a_client(server, tmp_path):
+    x, req = rec_request()
+    f = tmp_path / "req.json"
+    f.write_text(json.dumps(req))
+    out = subprocess.run(["curl", "-sS", "--fail-with-body", "-H", "Content-Type: application/json",
+                          "--data-binary", "@" + str(f), server.url + "/v2/models/ppocrv4_rec/infer"],
+                         capture_output=True, timeout=TIMEOUT)
+    assert out.returncode == 0, out.stderr
+    o = json.loads(out.stdout)["outputs"][0]
+    check_rec(np.array(o["data"], dtype=np.float32).reshape(o["shape"]))
+    live = subprocess.run(["curl", "-sS", "-o", "/dev/null", "-w", "%{http_code}", server.url + "/v2/health/live"],
+                          capture_output=True, text=True, timeout=TIMEOUT)
+    assert live.stdout == "200"
+
+
+def bad(server, path, expect, fragment, **kw):
+    r = server.post(path, **kw)
+    assert r.status_code == expect, (r.status_code, r.text[:300])
+    msg = r.json()["error"]
+    assert fragment in msg, msg
+    assert "\n" not in msg
+    return msg
+
+
+def test_every_bad_request_gets_a_clear_error_and_the_server_is_unharmed(server):
+    x, good = rec_request()
+    url = "/v2/models/ppocrv4_rec/infer"
+    bad(server, "/v2/models/nope/infer", 404, "unknown model 'nope'", json=good)
+    bad(server, "/v2/models/ppocrv4_rec/versions/9/infer", 404, "version '9'", json=good)
+    bad(server, "/v2/models/broken/infer", 404, "'instance'", json=good)
+    wrong_type = json.loads(json.dumps(good))
+    wrong_type["inputs"][0]["datatype"] = "FP64"
+    bad(server, url, 400, "FP64", json=wrong_type)
+    wrong_shape = json.loads(json.dumps(good))
+    wrong_shape["inputs"][0]["shape"] = [1, 4, 48, 320]
+    bad(server, url, 400, "'x'", json=wrong_shape)
+    short = json.loads(json.dumps(good))
+    short["inputs"][0]["data"] = short["inputs"][0]["data"][:-1]
+    bad(server, url, 400, "'x'", json=short)
+    missing = {"inputs": [{"name": "y", "shape": [1], "datatype": "FP32", "data": [1.0]}]}
+    bad(server, url, 400, "'y'", json=missing)
+    bad(server, url, 400, "inputs", json={"id": "no inputs"})
+    bad(server, url, 400, "JSON", data=b'{"inputs": [', headers={"Content-Type": "application/json"})
+    unknown_out = json.loads(json.dumps(good))
+    unknown_out["outputs"] = [{"name": "nope"}]
+    bad(server, url, 400, "'nope'", json=unknown_out)
+    # The binary header lies: about its own length, and about the inputs' sizes.
+    body, headers = binary_request([("x", x, "FP32")])
+    bad(server, url, 400, "Inference-Header-Content-Length",
+        data=body, headers=dict(headers, **{"Inference-Header-Content-Length": "abc"}))
+    bad(server, url, 400, "", data=body, headers=dict(headers, **{"Inference-Header-Content-Length": str(len(body) + 5)}))
+    bad(server, url, 400, "", data=body[:-4], headers=headers)
+    bad(server, url, 400, "", data=body + b"\0" * 8, headers=headers)
+    # An endpoint that does not exist.
+    r = server.get("/v2/nothing/here")
+    assert r.status_code == 404 and "error" in r.json()
+    # Unharmed: still live, ready and right.
+    assert server.get("/v2/health/ready").status_code == 200
+    r = server.post(url, json=good)
+    assert r.status_code == 200
+    o = r.json()["outputs"][0]
+    check_rec(np.array(o["data"], dtype=np.float32).reshape(o["shape"]))
+
+
+def test_an_oversized_body_is_refused(repo):
+    s = Server(repo, "--max-body", "64K")
+    try:
+        x, req = rec_request()
+        r = s.post("/v2/models/ppocrv4_rec/infer", json=req)
+        assert r.status_code == 413
+        assert "larger" in r.json()["error"]
+        assert s.get("/v2/health/live").status_code == 200
+    finally:
+        code, out, err = s.stop()
+    assert code == 0
+
+
+def test_unload_and_load(server):
+    assert server.post("/v2/repository/models/ppocrv4_det/unload").status_code == 200
+    assert server.get("/v2/models/ppocrv4_det/ready").status_code == 404
+    x = npy("ppocrv4_det", "inputs", "x")
+    body, headers = binary_request([("x", x, "FP32")])
+    assert server.post("/v2/models/ppocrv4_det/infer", data=body, headers=headers).status_code == 404
+    index = {e["name"]: e for e in server.post("/v2/repository/index").json()}
+    assert index["ppocrv4_det"]["state"] == "UNAVAILABLE" and index["ppocrv4_det"]["reason"] == "unloaded"
+    assert server.post("/v2/repository/models/ppocrv4_det/load").status_code == 200
+    assert server.get("/v2/models/ppocrv4_det/ready").status_code == 200
+    assert server.post("/v2/models/ppocrv4_det/infer", data=body, headers=headers).status_code == 200
+    r = server.post("/v2/repository/models/..%2F..%2Fetc/load")
+    assert r.status_code in (400, 404)
+    r = server.post("/v2/repository/models/not_there/load")
+    assert r.status_code == 404 and "not_there" in r.json()["error"]
+    assert server.post("/v2/repository/models/not_there/unload").status_code == 404
+    # A name that is no folder leaves no trace in the index.
+    assert "not_there" not in {e["name"] for e in server.post("/v2/repository/index").json()}
+
+
+def test_metrics(server):
+    x, req = rec_request()
+    assert server.post("/v2/models/ppocrv4_rec/infer", json=req).status_code == 200
+    text = server.get("/metrics").text
+    lines = [l for l in text.splitlines() if l.startswith('bulkhead_requests_total{model="ppocrv4_rec",version="1"}')]
+    assert lines and int(float(lines[0].split()[-1])) >= 1
+    assert 'bulkhead_request_duration_milliseconds_bucket{model="ppocrv4_rec",version="1",le="+Inf"}' in text
+
+
+def test_sigterm_stops_gracefully(repo):
+    s = Server(repo)
+    x, req = rec_request()
+    assert s.post("/v2/models/ppocrv4_rec/infer", json=req).status_code == 200
+    code, out, err = s.stop()
+    assert code == 0, err
+    assert "stopped" in out
+    assert "SIGTERM" in err
