@@ -194,6 +194,12 @@ class Session {
   // The pid of the worker process serving this session (isolation "process"); -1 for an
   // in-process session, and between a worker's death and its replacement.
   int worker_pid() const;
+  // Process isolation: when the worker has died (between runs, or in a run that failed
+  // for it), starts a fresh one now and returns once it has loaded the model, instead of
+  // leaving that to the next run; a live worker is left alone. Waits for a run in progress
+  // to end first. OK and nothing done for an in-process session. Thread-safe. Servers call
+  // it to bring a model back to ready without waiting for a request.
+  Status ensure_worker() const;
   bool valid() const { return impl_ != nullptr; }
 
  private:

@@ -98,7 +98,6 @@ Status RemoteSession::start_worker() {
   theirs.reset();
   worker_.pid = pid;
   worker_.channel = std::make_unique<Channel>(std::move(mine));
-  pid_.store(pid);
   inputs_sent_id_ = 0;
   outputs_->new_worker();
 
@@ -149,12 +148,16 @@ Status RemoteSession::start_worker() {
                              "' change on disk?)",
                          false, false);
   }
+  pid_.store(pid);  // only now: a worker still loading the model is not yet serving
   return Status::ok();
 }
 
-Result<NamedValues> RemoteSession::run(const NamedValues& inputs, const std::vector<std::string>& outputs,
-                                       std::vector<NodeProfile>* profile, int64_t timeout_ms) {
+Status RemoteSession::ensure_worker() {
   std::lock_guard<std::mutex> l(mu_);
+  return ensure_worker_locked();
+}
+
+Status RemoteSession::ensure_worker_locked() {
   if (worker_.pid >= 0 && worker_.channel->peer_closed()) {
     // It died between runs: nobody's run was affected, so just replace it.
     std::string how;
@@ -164,6 +167,13 @@ Result<NamedValues> RemoteSession::run(const NamedValues& inputs, const std::vec
     Status s = start_worker();
     if (!s.is_ok()) return s.with_context("cannot start a fresh worker for '" + model_name_ + "': ");
   }
+  return Status::ok();
+}
+
+Result<NamedValues> RemoteSession::run(const NamedValues& inputs, const std::vector<std::string>& outputs,
+                                       std::vector<NodeProfile>* profile, int64_t timeout_ms) {
+  std::lock_guard<std::mutex> l(mu_);
+  BH_RETURN_IF_ERROR(ensure_worker_locked());
 
   // The one copy of the inputs: into the region the worker maps (written only here,
   // between runs, and mapped read-only there).

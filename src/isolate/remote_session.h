@@ -58,6 +58,8 @@ class RemoteSession {
                           std::vector<NodeProfile>* profile, int64_t timeout_ms = -1);
   // The current worker's pid; -1 between a worker's death and its replacement.
   int worker_pid() const { return pid_.load(); }
+  // Replaces a dead worker now (Session::ensure_worker).
+  Status ensure_worker();
 
  private:
   RemoteSession() = default;
@@ -67,6 +69,7 @@ class RemoteSession {
   };
 
   Status start_worker();                       // requires mu_
+  Status ensure_worker_locked();               // requires mu_
   // Kills (unless it already ended) and reaps the worker; `how` says how it ended.
   void end_worker(bool kill_first, std::string* how);  // requires mu_
   // Ends the worker and describes it: "<who> <what>", where "%s" in `what` becomes how it

@@ -99,8 +99,38 @@ void ModelHost::record(double ms, bool ok) {
   ++stats_.latency_buckets[b];
 }
 
+std::vector<Status> ModelHost::check_workers() {
+  std::vector<Status> failures;
+  if (config_.session.isolation != "process") return failures;
+  for (int i = 0; i < static_cast<int>(sessions_.size()); ++i) {
+    {
+      std::lock_guard lock(mu_);
+      if (draining_) break;
+      auto it = std::find(free_.begin(), free_.end(), i);
+      if (it == free_.end()) continue;  // serving a request: that run finds out itself
+      free_.erase(it);
+      ++checking_;
+    }
+    Session& s = sessions_[i];
+    const int before = s.worker_pid();
+    Status st = s.ensure_worker();
+    const int after = s.worker_pid();
+    std::lock_guard lock(mu_);
+    if (after > 0 && after != before) ++stats_.worker_restarts;
+    if (after > 0) last_pid_[i] = after;
+    if (!st.is_ok()) failures.push_back(st.with_context("model '" + name_ + "': "));
+    --checking_;
+    release_locked(i);
+  }
+  return failures;
+}
+
 void ModelHost::release(int instance) {
   std::lock_guard lock(mu_);
+  release_locked(instance);
+}
+
+void ModelHost::release_locked(int instance) {
   if (!waiters_.empty() && !draining_) {
     Waiter* w = waiters_.front();
     waiters_.pop_front();
@@ -109,14 +139,14 @@ void ModelHost::release(int instance) {
     return;
   }
   free_.push_back(instance);
-  if (stats_.waiting == 0 && stats_.running == 0) idle_cv_.notify_all();
+  if (stats_.waiting == 0 && stats_.running == 0 && checking_ == 0) idle_cv_.notify_all();
 }
 
 void ModelHost::drain() {
   std::unique_lock lock(mu_);
   draining_ = true;
   for (Waiter* w : waiters_) w->cv.notify_one();
-  idle_cv_.wait(lock, [&] { return stats_.waiting == 0 && stats_.running == 0; });
+  idle_cv_.wait(lock, [&] { return stats_.waiting == 0 && stats_.running == 0 && checking_ == 0; });
 }
 
 bool ModelHost::ready() const {

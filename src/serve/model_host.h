@@ -45,6 +45,10 @@ class ModelHost {
   // Runs one request (above). `outputs`: names to return, empty = all.
   Result<NamedTensors> infer(const NamedTensors& inputs, const std::vector<std::string>& outputs);
 
+  // Process isolation: each instance not serving a request whose worker has died gets a
+  // fresh one now (Session::ensure_worker), out of rotation meanwhile — requests go to the
+  // other instances or wait. Called periodically by the server; returns the failures.
+  std::vector<Status> check_workers();
   // Refuses new requests (kUnavailable) and waits until those in flight are done.
   void drain();
   // Loaded, not draining, and every instance able to run: an in-process session always
@@ -73,6 +77,7 @@ class ModelHost {
     int instance = -1;  // set by the releasing thread
   };
   void release(int instance);
+  void release_locked(int instance);
   void record(double ms, bool ok);
 
   std::string name_;
@@ -86,6 +91,7 @@ class ModelHost {
   std::deque<Waiter*> waiters_;      // in arrival order
   std::vector<int> last_pid_;        // each instance's worker pid when last seen
   bool draining_ = false;
+  int checking_ = 0;                 // instances check_workers() holds
   Stats stats_;
 };
 

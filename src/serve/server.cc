@@ -74,6 +74,12 @@ Server::Server(ServerOptions options) : options_(std::move(options)), http_(std:
 
 Server::~Server() {
   stop();
+  {
+    std::lock_guard lock(monitor_mu_);
+    monitor_stop_ = true;
+  }
+  monitor_cv_.notify_all();
+  if (monitor_.joinable()) monitor_.join();
   std::map<std::string, ModelState> models;
   {
     std::lock_guard lock(mu_);
@@ -114,7 +120,19 @@ Status Server::start() {
     return Status(StatusCode::kUnavailable, "cannot listen on " + printable(options_.host) + ":" +
                                                 std::to_string(options_.http_port) + " (in use, or not an address here)");
   started_ = true;
+  monitor_ = std::thread([this] { monitor(); });
   return Status::ok();
+}
+
+void Server::monitor() {
+  std::unique_lock lock(monitor_mu_);
+  while (!monitor_cv_.wait_for(lock, std::chrono::milliseconds(kMonitorMs), [&] { return monitor_stop_; })) {
+    lock.unlock();
+    for (const auto& m : models())
+      for (const auto& h : m.versions)
+        for (const Status& st : h->check_workers()) log("error: " + st.message());
+    lock.lock();
+  }
 }
 
 Status Server::serve() {

@@ -27,11 +27,13 @@
 #pragma once
 
 #include <atomic>
+#include <condition_variable>
 #include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "bulkhead/bulkhead.hpp"
@@ -100,6 +102,14 @@ class Server {
   mutable std::mutex mu_;
   std::map<std::string, ModelState> models_;
   std::mutex load_mu_;  // one load or unload at a time
+  // Brings process-isolated models' dead workers back (ModelHost::check_workers) every
+  // kMonitorMs, so that readiness follows the workers without waiting for a request.
+  static constexpr int kMonitorMs = 100;
+  void monitor();
+  std::thread monitor_;
+  std::mutex monitor_mu_;
+  std::condition_variable monitor_cv_;
+  bool monitor_stop_ = false;
 };
 
 }  // namespace bulkhead::serve

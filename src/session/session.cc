@@ -367,6 +367,11 @@ const std::vector<IoInfo>& Session::outputs() const { return impl_->outputs; }
 const SessionOptions& Session::options() const { return impl_->options; }
 int Session::worker_pid() const { return impl_ && impl_->remote ? impl_->remote->worker_pid() : -1; }
 
+Status Session::ensure_worker() const {
+  if (!impl_) return invalid_argument("ensure_worker on an empty Session");
+  return impl_->remote ? impl_->remote->ensure_worker() : Status::ok();
+}
+
 std::vector<std::pair<std::string, int>> Session::placement() const {
   if (impl_->remote) return impl_->remote->info().placement;
   std::vector<std::pair<std::string, int>> r;

@@ -316,3 +316,105 @@ def test_sigterm_stops_gracefully(repo):
     assert code == 0, err
     assert "stopped" in out
     assert "SIGTERM" in err
+
+
+def worker_pids(server_pid):
+    """The server's worker processes (`bulkhead worker`), from /proc."""
+    pids = []
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open(f"/proc/{d}/stat") as f:
+                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+            with open(f"/proc/{d}/cmdline", "rb") as f:
+                cmd = f.read().split(b"\0")
+        except OSError:
+            continue
+        if ppid == server_pid and b"worker" in cmd:
+            pids.append(int(d))
+    return pids
+
+
+def test_a_killed_worker_fails_only_its_own_requests_and_comes_back(tmp_path):
+    """silero in a worker process is killed three times while rec (in-process) serves a
+    steady stream: rec answers every request, rightly; silero's failures are clear errors,
+    its worker is replaced without a request asking, and it is ready and right again."""
+    need_data()
+    root = tmp_path / "repo"
+    for m in ("ppocrv4_rec", "silero_vad_v5"):
+        os.makedirs(root / m / "1")
+        shutil.copyfile(os.path.join(MODELS, m, "model.onnx"), root / m / "1" / "model.onnx")
+    (root / "ppocrv4_rec" / "config.json").write_text(json.dumps({"threads": 1}))
+    (root / "silero_vad_v5" / "config.json").write_text(json.dumps({"threads": 1, "isolation": "process"}))
+    s = Server(root)
+    try:
+        import threading
+        x, rec_req = rec_request()
+        inp, state, sr = (npy("silero_vad_v5", "inputs", n) for n in ("input", "state", "sr"))
+        sil_req = {"inputs": [
+            {"name": "input", "shape": list(inp.shape), "datatype": "FP32", "data": inp.flatten().tolist()},
+            {"name": "state", "shape": list(state.shape), "datatype": "FP32", "data": state.flatten().tolist()},
+            {"name": "sr", "shape": list(sr.shape), "datatype": "INT64", "data": sr.flatten().tolist()}]}
+        ref_out = npy("silero_vad_v5", "outputs", "output")
+
+        def silero_ok():
+            r = s.post("/v2/models/silero_vad_v5/infer", json=sil_req)
+            if r.status_code != 200:
+                return r
+            o = {o["name"]: o for o in r.json()["outputs"]}["output"]
+            got = np.array(o["data"], dtype=np.float32).reshape(o["shape"])
+            assert np.max(np.abs(got - ref_out)) <= 1e-5
+            return r
+
+        assert silero_ok().status_code == 200
+        stop = threading.Event()
+        rec_results = []
+
+        def rec_stream():
+            while not stop.is_set() and len(rec_results) < 2000:
+                r = s.post("/v2/models/ppocrv4_rec/infer", json=rec_req)
+                ok = r.status_code == 200
+                if ok:
+                    o = r.json()["outputs"][0]
+                    out = np.array(o["data"], dtype=np.float32).reshape(o["shape"])
+                    ref = npy("ppocrv4_rec", "outputs", "softmax_11.tmp_0")
+                    ok = np.max(np.abs(out - ref)) <= 1e-4
+                rec_results.append(ok)
+
+        t = threading.Thread(target=rec_stream)
+        t.start()
+        failures = []
+        try:
+            for kill in range(3):
+                pids = worker_pids(s.proc.pid)
+                assert len(pids) == 1, pids
+                os.kill(pids[0], signal.SIGKILL)
+                # Requests right after the kill: each either right or a clear error.
+                for _ in range(5):
+                    r = silero_ok()
+                    if r.status_code != 200:
+                        failures.append(r)
+                        assert r.status_code in (500, 503), r.status_code
+                        assert "worker" in r.json()["error"], r.json()
+                # The model comes back by itself: ready, a new worker, right answers.
+                deadline = time.monotonic() + 60
+                while time.monotonic() < deadline:
+                    if (s.get("/v2/models/silero_vad_v5/ready").status_code == 200
+                            and worker_pids(s.proc.pid) not in ([], pids)):
+                        break
+                    time.sleep(0.05)
+                else:
+                    raise AssertionError("silero did not come back within 60 s")
+                assert silero_ok().status_code == 200
+        finally:
+            stop.set()
+            t.join(timeout=120)
+        assert rec_results and all(rec_results), f"{rec_results.count(False)} of {len(rec_results)} rec requests failed"
+        metrics = s.get("/metrics").text
+        restarts = [l for l in metrics.splitlines()
+                    if l.startswith('bulkhead_worker_restarts_total{model="silero_vad_v5"')]
+        assert restarts and int(restarts[0].split()[-1]) >= 3, restarts
+    finally:
+        code, out, err = s.stop()
+    assert code == 0, err
