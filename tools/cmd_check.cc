@@ -1,5 +1,6 @@
 // `bulkhead check`: the isolation checker (src/check/). Exit 0 clean, 2 contamination
 // found, 1 error — bad options and unreadable files included.
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <map>
@@ -125,9 +126,12 @@ int check_cmd(const CheckArgs& a) {
     const auto& p = rep->precision;
     std::printf("precision: %s asked, %s run (%d nodes in bf16)%s%s\n", o.precision.c_str(), p.effective.c_str(), p.bf16_nodes,
                 p.note.empty() ? "" : ": ", printable(p.note).c_str());
-    for (const auto& c : rep->precision_costs())
-      std::printf("  %c output %-24s against fp32: cosine %.6f  max error %.4g (of max |ref| %.4g)  PSNR %.1f dB\n", c.role,
-                  printable(c.output).c_str(), c.metrics.cosine, c.metrics.max_abs, c.metrics.ref_max_abs, c.metrics.psnr);
+    for (const auto& c : rep->precision_costs()) {
+      char psnr[32] = "exact";  // an exact match has no finite PSNR
+      if (!std::isinf(c.metrics.psnr)) std::snprintf(psnr, sizeof psnr, "%.1f dB", c.metrics.psnr);
+      std::printf("  %c output %-24s against fp32: cosine %.6f  max error %.4g (of max |ref| %.4g)  PSNR %s\n", c.role,
+                  printable(c.output).c_str(), c.metrics.cosine, c.metrics.max_abs, c.metrics.ref_max_abs, psnr);
+    }
   }
   if (!a.no_report) {
     Status st = check::write_report(*rep, a.report);

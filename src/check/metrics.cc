@@ -38,11 +38,11 @@ Metrics compare(const Tensor& out, const Tensor& ref) {
   if (ref.dtype() == DataType::kString) {
     for (int64_t i = 0; i < m.count; ++i)
       if (out.strings()[i] != ref.strings()[i]) m.max_abs = 1, ++m.nonfinite_mismatch;
-    m.psnr = m.max_abs ? 0 : 999;
+    m.psnr = m.max_abs ? 0 : INFINITY;
     return m;
   }
   if (m.count == 0) {
-    m.psnr = 999;
+    m.psnr = INFINITY;
     return m;
   }
   double sq = 0, dot = 0, nout = 0, nref = 0;
@@ -68,7 +68,7 @@ Metrics compare(const Tensor& out, const Tensor& ref) {
   if (nout == 0 && nref == 0) m.cosine = 1;
   else if (nout == 0 || nref == 0) m.cosine = 0;
   else m.cosine = dot / std::sqrt(nout * nref);
-  if (m.rmse == 0) m.psnr = 999;
+  if (m.rmse == 0) m.psnr = INFINITY;
   else if (m.ref_max_abs == 0) m.psnr = 0;
   else m.psnr = 20 * std::log10(m.ref_max_abs / m.rmse);
   return m;

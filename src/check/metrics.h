@@ -15,7 +15,7 @@ struct Metrics {
   double max_abs = 0;   // max |out - ref| over elements where both are finite
   double rmse = 0;
   double cosine = 1;    // of out and ref as vectors (1 when both are all zeros)
-  double psnr = 0;      // dB, peak = max |ref|; +inf (reported as 999) when identical
+  double psnr = 0;      // dB, peak = max |ref|; +inf when identical (JSON "inf", HTML "exact")
   double nan_frac = 0, inf_frac = 0, zero_frac = 0;         // of the output
   double ref_nan_frac = 0, ref_inf_frac = 0;                // of the reference
   double ref_max_abs = 0;

@@ -38,7 +38,7 @@ TEST(Metrics, IdenticalNanZeroAndShape) {
   auto m = check::compare(a, a.clone_host());
   EXPECT_EQ(m.max_abs, 0);
   EXPECT_DOUBLE_EQ(m.cosine, 1);
-  EXPECT_EQ(m.psnr, 999);
+  EXPECT_TRUE(std::isinf(m.psnr) && m.psnr > 0);
   EXPECT_EQ(m.ref_max_abs, 4);
 
   Tensor n = Tensor::from_vector<float>(DataType::kFloat32, {4}, {NAN, -2, 0, 4});
@@ -372,6 +372,19 @@ TEST_F(Pipeline, ReportJsonHtmlAndBundle) {
   size_t charts = 0;
   for (size_t p = html.find("<svg class=\"chart\""); p != std::string::npos; p = html.find("<svg class=\"chart\"", p + 1)) ++charts;
   EXPECT_EQ(charts, 3u);
+  // Each chart is wide enough for its title (about 7 px a character at 12 px: titles were
+  // cut at the chart's edge) and tall enough for its rotated step labels.
+  std::regex svg_re(R"re(<svg class="chart"[^>]* width="(\d+)" height="(\d+)"[^>]*><text[^>]*>([^<]*)</text>)re");
+  int sized = 0;
+  for (std::sregex_iterator it(html.begin(), html.end(), svg_re), end; it != end; ++it, ++sized) {
+    EXPECT_GE(std::stoi((*it)[1]), 7 * static_cast<int>((*it)[3].length())) << (*it)[3];
+    EXPECT_GE(std::stoi((*it)[2]), 24 + 180 + 70);
+  }
+  EXPECT_EQ(sized, 3);
+  // An exact match says so, not "PSNR 999.0" (and "inf" in the JSON).
+  EXPECT_EQ(html.find(">999.0<"), std::string::npos);
+  EXPECT_NE(html.find(">exact<"), std::string::npos);
+  EXPECT_EQ(j["schedules"][0]["steps"][0]["outputs"][0]["psnr_db"], "inf");
 
   std::string b = out + "/bundle";
   for (const char* f : {"manifest.json", "expected.md", "rerun.sh", "models/F/model.onnx", "models/G/model.onnx", "inputs/A/image.npy",
