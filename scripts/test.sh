@@ -45,7 +45,7 @@ cmake --build build-asan -j "$jobs" --target capi_test plugin_test memory_test i
 step "TSan build: concurrency and isolation tests"
 cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBULKHEAD_SANITIZE=thread \
   -DBULKHEAD_SHARED_DIR="$shared" >/dev/null
-cmake --build build-tsan -j "$jobs" --target concurrency_test core_budget_test stress_test isolation_test plugin_test bulkhead
+cmake --build build-tsan -j "$jobs" --target concurrency_test core_budget_test stress_test isolation_test plugin_test serve_test bulkhead
 (cd build-tsan && TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" ctest --output-on-failure -L 'concurrency|isolation')
 
 step "fuzz harnesses (clang, libFuzzer, ASan+UBSan): ${BULKHEAD_FUZZ_SECONDS:-30} s each"
