@@ -1,4 +1,5 @@
 // bulkhead serve: the model server (src/serve/server.h).
+#include <malloc.h>
 #include <pthread.h>
 #include <signal.h>
 
@@ -42,6 +43,11 @@ void add_serve(CLI::App& app) {
     sigaddset(&stop_signals, SIGINT);
     pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
 
+    // Requests run on whichever of the HTTP threads took them, and glibc gives threads
+    // heaps of their own (up to 8 per core), each keeping what its requests freed: resident
+    // memory then climbs for as long as new threads keep meeting new heaps. Two heaps
+    // (this program owns the process) keep it at what the models need.
+    mallopt(M_ARENA_MAX, 2);
     serve::ServerOptions o;
     o.repository = a->repository;
     o.host = a->host;
@@ -57,8 +63,11 @@ void add_serve(CLI::App& app) {
       int sig = 0;
       sigwait(&stop_signals, &sig);
       if (ending) return;  // woken to end (below)
-      std::fprintf(stderr, "bulkhead serve: %s: stopping (in-flight requests finish)\n",
-                   sig == SIGTERM ? "SIGTERM" : "SIGINT");
+      std::fprintf(stderr, "%s\n",
+                   serve::log_line("info", "stopping", "",
+                                   std::string(sig == SIGTERM ? "SIGTERM" : "SIGINT") +
+                                       ": stopping (in-flight requests finish)")
+                       .c_str());
       server.stop();
     });
     Status st = server.serve();

@@ -1,8 +1,11 @@
 #include "serve/server.h"
 
 #include <httplib.h>
+#include <malloc.h>
 
+#include <chrono>
 #include <cstdio>
+#include <ctime>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -89,11 +92,31 @@ Server::~Server() {
     for (auto& h : m.versions) h->drain();
 }
 
-void Server::log(const std::string& line) const {
+std::string log_line(const char* level, const std::string& event, const std::string& model, const std::string& message) {
+  using namespace std::chrono;
+  const auto now = system_clock::now();
+  const std::time_t t = system_clock::to_time_t(now);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char when[40];
+  std::strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%S", &tm);
+  char ms[8];
+  std::snprintf(ms, sizeof ms, ".%03dZ", static_cast<int>(duration_cast<milliseconds>(now.time_since_epoch()).count() % 1000));
+  nlohmann::ordered_json j;  // in this order, for people reading the log
+  j["time"] = std::string(when) + ms;
+  j["level"] = level;
+  j["event"] = event;
+  if (!model.empty()) j["model"] = valid_utf8(model);
+  j["message"] = valid_utf8(message);
+  return j.dump();
+}
+
+void Server::log(const char* level, const std::string& event, const std::string& model, const std::string& message) const {
+  std::string line = log_line(level, event, model, message);
   if (options_.log) {
     options_.log(line);
   } else {
-    std::fprintf(stderr, "bulkhead serve: %s\n", printable(line).c_str());
+    std::fprintf(stderr, "%s\n", line.c_str());
     std::fflush(stderr);
   }
 }
@@ -102,10 +125,10 @@ Status Server::start() {
   for (const auto& lib : options_.backend_libs) BH_RETURN_IF_ERROR(env_.load_backend(lib));
   std::vector<std::string> skipped;
   BH_ASSIGN_OR_RETURN(std::vector<std::string> names, list_models(options_.repository, &skipped));
-  for (const auto& s : skipped) log(s);
+  for (const auto& s : skipped) log("error", "folder_skipped", "", s);
   for (const auto& name : names) {
     Status st = load_model(name);
-    if (!st.is_ok()) log("error: " + st.message());
+    if (!st.is_ok()) log("error", "load_failed", name, st.message());
   }
   routes();
   const size_t threads = static_cast<size_t>(std::max(1, options_.http_threads));
@@ -130,7 +153,7 @@ void Server::monitor() {
     lock.unlock();
     for (const auto& m : models())
       for (const auto& h : m.versions)
-        for (const Status& st : h->check_workers()) log("error: " + st.message());
+        for (const Status& st : h->check_workers()) log("error", "worker_restart_failed", h->name(), st.message());
     lock.lock();
   }
 }
@@ -197,9 +220,13 @@ Status Server::load_model(const std::string& name) {
     m.reason.clear();
   }
   for (auto& h : old) h->drain();
+  if (!old.empty()) {
+    old.clear();
+    malloc_trim(0);  // as after an unload
+  }
   std::string vs;
   for (auto& h : hosts) vs += (vs.empty() ? "" : ", ") + std::to_string(h->version());
-  log("model '" + name + "' ready (version " + vs + ", " + std::to_string(files->config.instances) + " instance(s), " +
+  log("info", "model_ready", name, "model '" + name + "' ready (version " + vs + ", " + std::to_string(files->config.instances) + " instance(s), " +
       files->config.session.isolation + ")");
   return Status::ok();
 }
@@ -217,13 +244,17 @@ Status Server::unload_model(const std::string& name) {
   }
   for (auto& h : hosts) h->drain();
   hosts.clear();  // the sessions go here, or with the last request still holding one
+  // What they freed is spread over malloc's per-thread heaps (each load runs on whichever
+  // HTTP thread took the request): give it back, so that cycles of load and unload leave
+  // resident memory flat rather than at a plateau of one model per heap.
+  malloc_trim(0);
   {
     std::lock_guard lock(mu_);
     ModelState& m = models_[name];
     m.state = "UNAVAILABLE";
     m.reason = "unloaded";
   }
-  log("model '" + name + "' unloaded");
+  log("info", "model_unloaded", name, "model '" + name + "' unloaded");
   return Status::ok();
 }
 
@@ -339,7 +370,8 @@ void Server::routes() {
     for (const auto& o : parsed->outputs) wanted.push_back(o.name);
     auto out = host->infer(parsed->inputs, wanted);
     if (!out.is_ok()) {
-      if (out.status().code() != StatusCode::kResourceExhausted) log("error: " + out.status().message());
+      if (out.status().code() != StatusCode::kResourceExhausted)
+        log("error", "run_failed", host->name(), out.status().message());
       return reply_error(res, http_status(out.status().code()), out.status().message());
     }
     auto encoded = encode_infer_response(host->name(), std::to_string(host->version()), *parsed, *out);
@@ -407,7 +439,7 @@ void Server::routes() {
     if (!valid_model_name(name)) return reply_error(res, 400, "'" + printable(name) + "' is not a valid model name");
     Status st = load_model(name);
     if (!st.is_ok()) {
-      log("error: " + st.message());
+      log("error", "load_failed", name, st.message());
       return reply_error(res, st.code() == StatusCode::kNotFound ? 404 : 400, st.message());
     }
     reply_json(res, json::object());
@@ -448,6 +480,9 @@ std::string Server::metrics_text() const {
           [](const ModelHost::Stats& s) { return s.running; });
   counter("bulkhead_worker_restarts_total", "Worker processes replaced (process isolation).", "counter",
           [](const ModelHost::Stats& s) { return s.worker_restarts; });
+  os << "# HELP bulkhead_open_devices Devices open in the server (held by a loaded model).\n"
+        "# TYPE bulkhead_open_devices gauge\nbulkhead_open_devices "
+     << env_.open_device_count() << "\n";
   const char* hist = "bulkhead_request_duration_milliseconds";
   os << "# HELP " << hist << " Inference request latency, waiting included.\n# TYPE " << hist << " histogram\n";
   for (const auto& r : rows) {

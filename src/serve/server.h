@@ -52,9 +52,14 @@ struct ServerOptions {
   int http_threads = 64;         // connections served at once (keep-alive ones hold one)
   uint64_t max_body_bytes = uint64_t{256} << 20;
   std::vector<std::string> backend_libs;  // plugins to load into the Env
-  // Where one-line logs go (startup, loads, failures); null: stderr.
+  // Where log lines go (loads, unloads, failed runs, worker restarts), one JSON object a
+  // line (log_line below); null: stderr.
   std::function<void(const std::string&)> log;
 };
+
+// A structured log line: {"time": "2026-12-04T21:10:00.123Z", "level": "info"|"error",
+// "event": "model_ready"|..., "model": "<name>" (when there is one), "message": "..."}.
+std::string log_line(const char* level, const std::string& event, const std::string& model, const std::string& message);
 
 class Server {
  public:
@@ -87,7 +92,7 @@ class Server {
   std::vector<ModelState> models() const;
 
  private:
-  void log(const std::string& line) const;
+  void log(const char* level, const std::string& event, const std::string& model, const std::string& message) const;
   void routes();
   // The host serving (m, v); v empty = the highest version. Sets an HTTP status and
   // message when there is none.

@@ -6,10 +6,12 @@
 #include <atomic>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <thread>
 
 #include "serve/model_host.h"
 #include "serve/repository.h"
+#include "serve/server.h"
 #include "support/test_util.h"
 
 namespace bulkhead::serve {
@@ -124,6 +126,18 @@ TEST(ServeRepository, LayoutVersionsAndHostileNames) {
   EXPECT_FALSE(model_files(root.string(), "link").is_ok());  // a link, not a folder
   EXPECT_FALSE(list_models((root / "nope").string(), nullptr).is_ok());
   fs::remove_all(root);
+}
+
+TEST(ServeLog, OneJsonObjectALineWhateverTheMessage) {
+  std::string line = log_line("error", "run_failed", "m\xff", "bad\ninput \x01 'x'");
+  EXPECT_EQ(line.find('\n'), std::string::npos);
+  auto j = nlohmann::json::parse(line);  // valid JSON, valid UTF-8
+  EXPECT_EQ(j["level"], "error");
+  EXPECT_EQ(j["event"], "run_failed");
+  EXPECT_EQ(j["message"], "bad\ninput \x01 'x'");
+  EXPECT_EQ(line.rfind("{\"time\":\"", 0), 0u);  // time first, for people reading
+  EXPECT_EQ(j["time"].get<std::string>().size(), 24u);  // 2026-12-04T21:10:00.123Z
+  EXPECT_FALSE(nlohmann::json::parse(log_line("info", "x", "", "y")).contains("model"));
 }
 
 // A model whose runs take a while: a chain of element-wise ops on a large tensor.

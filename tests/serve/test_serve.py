@@ -418,3 +418,72 @@ def test_a_killed_worker_fails_only_its_own_requests_and_comes_back(tmp_path):
     finally:
         code, out, err = s.stop()
     assert code == 0, err
+
+
+def rss_kib(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    raise AssertionError("no VmRSS")
+
+
+def open_devices(s):
+    for line in s.get("/metrics").text.splitlines():
+        if line.startswith("bulkhead_open_devices "):
+            return int(line.split()[1])
+    raise AssertionError("no bulkhead_open_devices in /metrics")
+
+
+def test_load_and_unload_a_hundred_times_under_traffic(tmp_path):
+    """Silero is unloaded and loaded 120 times while rec serves: rec answers every request
+    rightly, the server's resident memory stays flat, and the device closes with the last
+    model."""
+    need_data()
+    import threading
+    root = tmp_path / "repo"
+    for m in ("ppocrv4_rec", "silero_vad_v5"):
+        os.makedirs(root / m / "1")
+        shutil.copyfile(os.path.join(MODELS, m, "model.onnx"), root / m / "1" / "model.onnx")
+        (root / m / "config.json").write_text(json.dumps({"threads": 1}))
+    s = Server(root)
+    try:
+        x, rec_req = rec_request()
+        ref = npy("ppocrv4_rec", "outputs", "softmax_11.tmp_0")
+        stop = threading.Event()
+        results = []
+
+        def rec_stream():
+            while not stop.is_set() and len(results) < 5000:
+                r = s.post("/v2/models/ppocrv4_rec/infer", json=rec_req)
+                ok = r.status_code == 200
+                if ok:
+                    o = r.json()["outputs"][0]
+                    ok = np.max(np.abs(np.array(o["data"], dtype=np.float32).reshape(o["shape"]) - ref)) <= 1e-4
+                results.append(ok)
+
+        t = threading.Thread(target=rec_stream)
+        t.start()
+        try:
+            rss = []
+            for cycle in range(120):  # 20 to warm up (caches), then the 100 measured
+                assert s.post("/v2/repository/models/silero_vad_v5/unload").status_code == 200
+                r = s.post("/v2/repository/models/silero_vad_v5/load")
+                assert r.status_code == 200, r.text
+                rss.append(rss_kib(s.proc.pid))
+        finally:
+            stop.set()
+            t.join(timeout=120)
+        assert results and all(results), f"{results.count(False)} of {len(results)} rec requests failed"
+        # Medians of ten cycles each, after the warm-up and at the end: 100 cycles apart.
+        early, late = sorted(rss[20:30])[5] / 1024, sorted(rss[110:120])[5] / 1024
+        print(f"resident memory over cycles 20-29 and 110-119 (medians): {early:.0f} and {late:.0f} MiB")
+        assert late - early <= 16, f"resident memory grew {late - early:.1f} MiB over 100 load/unload cycles"
+        assert open_devices(s) >= 1
+        for m in ("ppocrv4_rec", "silero_vad_v5"):
+            assert s.post(f"/v2/repository/models/{m}/unload").status_code == 200
+        assert open_devices(s) == 0  # the CPU device went with the last model
+        assert s.get("/v2/health/live").status_code == 200
+    finally:
+        code, out, err = s.stop()
+    assert code == 0, err
