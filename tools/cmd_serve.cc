@@ -17,6 +17,7 @@ void add_serve(CLI::App& app) {
   struct ServeArgs {
     std::string repository, host = "127.0.0.1", max_body = "256M";
     int http_port = 8000, http_threads = 64;
+    bool check_on_load = false;
   };
   auto a = std::make_shared<ServeArgs>();
   auto* cmd = app.add_subcommand(
@@ -27,6 +28,8 @@ void add_serve(CLI::App& app) {
   cmd->add_option("--host", a->host, "address to listen on (default 127.0.0.1; 0.0.0.0 for every interface)");
   cmd->add_option("--http-threads", a->http_threads, "HTTP connections served at once (default 64)");
   cmd->add_option("--max-body", a->max_body, "largest request body accepted, e.g. 256M (default)");
+  cmd->add_flag("--check-on-load", a->check_on_load,
+                "run bulkhead check's quick schedules on each model before serving it; refuse one that is not clean");
   cmd->callback([a]() {
     if (a->http_port < 0 || a->http_port > 65535)
       throw CLI::RuntimeError(fail("serve", "--http-port must be in [0, 65535]"));
@@ -54,6 +57,7 @@ void add_serve(CLI::App& app) {
     o.http_port = a->http_port;
     o.http_threads = a->http_threads;
     o.max_body_bytes = max_body;
+    o.check_on_load = a->check_on_load;
     serve::Server server(o);
     if (Status st = server.start(); !st.is_ok()) throw CLI::RuntimeError(fail("serve", st));
     std::printf("bulkhead serve: listening on http://%s:%d\n", a->host.c_str(), server.http_port());

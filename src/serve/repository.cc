@@ -40,7 +40,7 @@ bool parse_version(const std::string& s, int64_t* v) {
 
 const char* kFields =
     "devices, threads, isolation, instances, queue_depth, request_timeout_ms, worker_timeout_ms, graph_capture, "
-    "submission_policy, optimization_level, precision, versions";
+    "submission_policy, optimization_level, precision, versions, check_dims";
 
 }  // namespace
 
@@ -148,6 +148,12 @@ Result<ModelConfig> parse_model_config(const std::string& text, const std::strin
         }
       } else {
         return field_error(k, "expected \"latest\", \"all\" or a list of version numbers");
+      }
+    } else if (k == "check_dims") {
+      if (!v.is_object()) return field_error(k, "expected an object of dimension names and sizes");
+      for (auto d = v.begin(); d != v.end(); ++d) {
+        BH_RETURN_IF_ERROR(integer(k + "." + d.key(), d.value(), 1, 1 << 20, &n));
+        c.check_dims[d.key()] = n;
       }
     } else if (k == "max_batch_size" || k == "max_queue_delay_us") {
       return field_error(k, "dynamic batching is not implemented yet");

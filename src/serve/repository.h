@@ -22,11 +22,18 @@
 //   "optimization_level": 0, 1, 2
 //   "precision":          "fp32" | "bf16"
 //   "versions":           "latest" (default: the highest version only) | "all" | [1, 3]
+//   "check_dims":         {"<symbolic dim>": N} for the inputs `--check-on-load` makes up
+//
+// `bulkhead serve --check-on-load` runs `bulkhead check`'s quick schedules (front_only,
+// same_process, threads) on each version before it serves it, with the inputs in
+// DIR/<model>/check_inputs/<input>.npy (file names as `bulkhead run -o` writes them) where
+// there are, generated ones (of check_dims) otherwise.
 //
 // Free functions; thread-safe.
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -41,6 +48,7 @@ struct ModelConfig {
   int64_t request_timeout_ms = 0;
   enum class Versions { kLatest, kAll, kListed } versions = Versions::kLatest;
   std::vector<int64_t> listed_versions;
+  std::map<std::string, int64_t> check_dims;
 };
 
 // Parses config.json's text; `where` ("model 'rec': /repo/rec/config.json") prefixes errors.

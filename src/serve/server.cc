@@ -13,6 +13,9 @@
 
 #include "common/json_safe.h"
 #include "common/text.h"
+#include "check/check.h"
+#include "io/file_set.h"
+#include "io/npy.h"
 #include "serve/oip.h"
 
 namespace bulkhead::serve {
@@ -197,6 +200,20 @@ Status Server::load_model(const std::string& name) {
   }
   std::vector<std::shared_ptr<ModelHost>> hosts;
   for (const auto& [version, path] : files->versions) {
+    if (options_.check_on_load) {
+      std::string verdict;
+      Status st = check_version(name, version, path, files->config, &verdict);
+      std::lock_guard lock(mu_);
+      ModelState& m = models_[name];
+      m.check = verdict;
+      if (!st.is_ok()) {
+        if (m.versions.empty()) {
+          m.state = "UNAVAILABLE";
+          m.reason = st.message();
+        }
+        return st;
+      }
+    }
     auto h = ModelHost::load(env_, name, version, path, files->config);
     if (!h.is_ok()) {
       Status st = h.status().with_context("model '" + name + "' version " + std::to_string(version) + ": ");
@@ -256,6 +273,44 @@ Status Server::unload_model(const std::string& name) {
   }
   log("info", "model_unloaded", name, "model '" + name + "' unloaded");
   return Status::ok();
+}
+
+Status Server::check_version(const std::string& name, int64_t version, const std::string& path,
+                             const ModelConfig& config, std::string* verdict) const {
+  const std::string where = "model '" + name + "' version " + std::to_string(version) + ": check on load";
+  check::CheckOptions co;
+  co.front = {path, path, ""};
+  co.devices = config.session.devices;
+  co.threads = 1;
+  co.dims = config.check_dims;
+  co.precision = config.session.precision;
+  co.schedules = {"front_only", "same_process", "threads"};
+  // Sample inputs beside the model, where the user left them.
+  const std::string dir = options_.repository + "/" + name + "/check_inputs";
+  BH_ASSIGN_OR_RETURN(Session probe, env_.load(path, config.session));
+  for (const auto& io : probe.inputs()) {
+    const std::string file = dir + "/" + io::safe_file_name(io.name) + ".npy";
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(std::filesystem::symlink_status(file, ec))) continue;
+    auto t = io::read_npy(file);
+    if (!t.is_ok()) return t.status().with_context(where + ": ");
+    co.inputs[io.name] = std::move(t).value();
+  }
+  probe = Session();
+  auto report = check::run_check(co);
+  if (!report.is_ok()) {
+    *verdict = "error";
+    return Status(StatusCode::kFailedPrecondition,
+                  where + " could not run: " + report.status().message() +
+                      " (give inputs in " + dir + "/<input>.npy, or sizes in config.json's check_dims)");
+  }
+  *verdict = report->verdict();
+  if (report->exit_code() == 0) {
+    log("info", "check_passed", name, where + ": clean (front_only, same_process, threads)");
+    return Status::ok();
+  }
+  return Status(StatusCode::kFailedPrecondition,
+                where + ": " + report->verdict() + ": " + report->first_bad_step() + " — the model is not served");
 }
 
 std::vector<Server::ModelState> Server::models() const {

@@ -52,6 +52,7 @@ struct ServerOptions {
   int http_threads = 64;         // connections served at once (keep-alive ones hold one)
   uint64_t max_body_bytes = uint64_t{256} << 20;
   std::vector<std::string> backend_libs;  // plugins to load into the Env
+  bool check_on_load = false;             // serve/repository.h: `--check-on-load`
   // Where log lines go (loads, unloads, failed runs, worker restarts), one JSON object a
   // line (log_line below); null: stderr.
   std::function<void(const std::string&)> log;
@@ -87,6 +88,7 @@ class Server {
     std::string name;
     std::string state;   // "LOADING", "READY", "UNAVAILABLE", "UNLOADING"
     std::string reason;  // why UNAVAILABLE
+    std::string check;   // the last check on load: "clean", "contaminated", "error", "" (none)
     std::vector<std::shared_ptr<ModelHost>> versions;  // ascending version
   };
   std::vector<ModelState> models() const;
@@ -98,6 +100,9 @@ class Server {
   // message when there is none.
   std::shared_ptr<ModelHost> find(const std::string& m, const std::string& v, int* status, std::string* error) const;
   std::string metrics_text() const;
+  // `--check-on-load` for one version: OK when clean; `verdict` gets the check's verdict.
+  Status check_version(const std::string& name, int64_t version, const std::string& path, const ModelConfig& config,
+                       std::string* verdict) const;
 
   ServerOptions options_;
   Env env_;

@@ -46,6 +46,9 @@ TEST(ServeConfig, EveryFieldParses) {
   ASSERT_TRUE(d.is_ok());
   EXPECT_EQ(d->instances, 1);
   EXPECT_EQ(d->versions, ModelConfig::Versions::kLatest);
+  auto dims = parse_model_config(R"({"check_dims": {"N": 2, "W": 64}})", "m");
+  ASSERT_TRUE(dims.is_ok());
+  EXPECT_EQ(dims->check_dims.at("W"), 64);
   auto s = parse_model_config(R"({"devices": "vulkan:0,cpu"})", "m");
   ASSERT_TRUE(s.is_ok());
   EXPECT_EQ(s->session.devices, (std::vector<std::string>{"vulkan:0", "cpu"}));
@@ -67,6 +70,8 @@ TEST(ServeConfig, BadConfigurationsNameTheField) {
   EXPECT_NE(config_error(R"({"versions": [0]})").find("field 'versions'"), std::string::npos);
   EXPECT_NE(config_error(R"({"queue_depth": 18446744073709551615})").find("field 'queue_depth'"), std::string::npos);
   EXPECT_NE(config_error(R"({"max_batch_size": 8})").find("not implemented"), std::string::npos);
+  EXPECT_NE(config_error(R"({"check_dims": {"N": 0}})").find("field 'check_dims.N'"), std::string::npos);
+  EXPECT_NE(config_error(R"({"check_dims": [1]})").find("field 'check_dims'"), std::string::npos);
   // Every message starts with where it came from.
   EXPECT_EQ(config_error(R"({"x": 1})").rfind("model 'm': config.json: ", 0), 0u);
 }

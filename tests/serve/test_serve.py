@@ -487,3 +487,57 @@ def test_load_and_unload_a_hundred_times_under_traffic(tmp_path):
     finally:
         code, out, err = s.stop()
     assert code == 0, err
+
+
+def conv_model(path):
+    """A small Conv → Relu model (what the `faulty` devices' planted faults show on)."""
+    import onnx
+    from onnx import helper, numpy_helper, TensorProto
+    w = numpy_helper.from_array(np.random.RandomState(0).uniform(-1, 1, (8, 3, 3, 3)).astype(np.float32), "w")
+    g = helper.make_graph([helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]),
+                           helper.make_node("Relu", ["c"], ["y"])], "g",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 16, 16])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8, 16, 16])], [w])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    onnx.save(m, path)
+
+
+def test_check_on_load_refuses_a_model_that_is_not_watertight(tmp_path):
+    """--check-on-load: the real models (with sample inputs or check_dims) pass and are
+    served; a model on a device that leaks between sessions (`faulty:global-slot`, field
+    report B) is refused with the check's finding, and the others are not affected."""
+    need_data()
+    root = tmp_path / "repo"
+    os.makedirs(root / "ppocrv4_rec" / "1")
+    shutil.copyfile(os.path.join(MODELS, "ppocrv4_rec", "model.onnx"), root / "ppocrv4_rec" / "1" / "model.onnx")
+    (root / "ppocrv4_rec" / "config.json").write_text(json.dumps(
+        {"threads": 1, "check_dims": {"p2o.DynamicDimension.0": 1, "p2o.DynamicDimension.1": 64}}))
+    os.makedirs(root / "silero" / "1")
+    shutil.copyfile(os.path.join(MODELS, "silero_vad_v5", "model.onnx"), root / "silero" / "1" / "model.onnx")
+    os.makedirs(root / "silero" / "check_inputs")
+    for n in ("input", "state", "sr"):
+        shutil.copyfile(os.path.join(MODELS, "silero_vad_v5", "inputs", n + ".npy"), root / "silero" / "check_inputs" / (n + ".npy"))
+    conv_model(str(root / "conv" / "1" / "model.onnx"))
+    conv_model(str(root / "leaky" / "1" / "model.onnx"))
+    (root / "leaky" / "config.json").write_text(json.dumps({"devices": ["faulty:global-slot", "cpu"]}))
+    s = Server(root, "--check-on-load")
+    try:
+        index = {e["name"]: e for e in s.post("/v2/repository/index").json()}
+        for m in ("ppocrv4_rec", "silero", "conv"):
+            assert index[m]["state"] == "READY", index[m]
+        assert index["leaky"]["state"] == "UNAVAILABLE"
+        assert "contaminated" in index["leaky"]["reason"] and "same_process/F2" in index["leaky"]["reason"]
+        r = s.post("/v2/models/leaky/infer", json={"inputs": []})
+        assert r.status_code == 404 and "contaminated" in r.json()["error"]
+        x, req = rec_request()
+        r = s.post("/v2/models/ppocrv4_rec/infer", json=req)
+        assert r.status_code == 200
+        o = r.json()["outputs"][0]
+        check_rec(np.array(o["data"], dtype=np.float32).reshape(o["shape"]))
+        assert s.get("/v2/health/ready").status_code == 200
+    finally:
+        code, out, err = s.stop()
+    assert code == 0
+    assert '"event":"check_passed","model":"silero"' in err
