@@ -13,8 +13,9 @@ packages=(
   nlohmann-json3-dev libcli11-dev libfmt-dev
   # `bulkhead serve`: the HTTP library; curl and python3-requests are its tests' clients.
   libcpp-httplib-dev curl python3-requests
-  # deploy/'s test reads the KServe manifests.
-  python3-yaml
+  # deploy/'s test reads the KServe manifests; the dashboard and the check report are
+  # rendered by a real browser in the tests.
+  python3-yaml chromium
   # RegexFullMatch's regular expressions; DFT's and STFT's transforms; ImageDecoder's
   # decoders.
   libre2-dev libfftw3-dev

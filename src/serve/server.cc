@@ -16,6 +16,7 @@
 #include "check/check.h"
 #include "io/file_set.h"
 #include "io/npy.h"
+#include "serve/dashboard.h"
 #include "serve/oip.h"
 
 namespace bulkhead::serve {
@@ -503,6 +504,40 @@ void Server::routes() {
     Status st = unload_model(req.matches[1]);
     if (!st.is_ok()) return reply_error(res, http_status(st.code()), st.message());
     reply_json(res, json::object());
+  });
+  h.Get("/", [](const httplib::Request&, httplib::Response& res) {
+    res.set_content(kDashboardHtml, "text/html; charset=utf-8");
+  });
+  h.Get("/status.json", [this](const httplib::Request&, httplib::Response& res) {
+    json models = json::array();
+    bool ready = started_;
+    for (const auto& m : this->models()) {
+      if (m.versions.empty()) {
+        models.push_back({{"name", m.name}, {"state", m.state}, {"reason", m.reason}, {"check", m.check}});
+        continue;
+      }
+      for (const auto& host : m.versions) {
+        const ModelHost::Stats st = host->stats();
+        const bool r = host->ready();
+        ready = ready && r;
+        models.push_back({{"name", m.name},
+                          {"version", std::to_string(host->version())},
+                          {"state", m.state},
+                          {"reason", m.reason},
+                          {"ready", r},
+                          {"devices", host->config().session.devices},
+                          {"isolation", host->config().session.isolation},
+                          {"instances", host->config().instances},
+                          {"requests", st.requests},
+                          {"failures", st.failures},
+                          {"refused", st.refused},
+                          {"waiting", st.waiting},
+                          {"running", st.running},
+                          {"worker_restarts", st.worker_restarts},
+                          {"check", m.check}});
+      }
+    }
+    reply_json(res, {{"name", "bulkhead"}, {"version", BULKHEAD_VERSION}, {"ready", ready}, {"models", models}});
   });
   h.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
     res.set_content(metrics_text(), "text/plain; version=0.0.4");

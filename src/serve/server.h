@@ -14,6 +14,8 @@
 //   POST /v2/repository/models/{m}/load         (re)loads the model from the repository
 //   POST /v2/repository/models/{m}/unload       drains and unloads it
 //   GET  /metrics                               Prometheus text format
+//   GET  /                                      a dashboard page (serve/dashboard.h)
+//   GET  /status.json                           what the dashboard shows, per model version
 //
 // Errors are {"error": "<one line>"}: 400 for the client's mistakes (malformed JSON, an
 // unknown input, a wrong datatype or shape), 404 for an unknown model or version, 413 for
