@@ -15,7 +15,7 @@ namespace bulkhead::cli {
 
 void add_serve(CLI::App& app) {
   struct ServeArgs {
-    std::string repository, host = "127.0.0.1", max_body = "256M";
+    std::string repository, host = "127.0.0.1", max_body = "256M", max_json = "64M";
     int http_port = 8000, http_threads = 64;
     bool check_on_load = false;
   };
@@ -28,6 +28,7 @@ void add_serve(CLI::App& app) {
   cmd->add_option("--host", a->host, "address to listen on (default 127.0.0.1; 0.0.0.0 for every interface)");
   cmd->add_option("--http-threads", a->http_threads, "HTTP connections served at once (default 64)");
   cmd->add_option("--max-body", a->max_body, "largest request body accepted, e.g. 256M (default)");
+  cmd->add_option("--max-json", a->max_json, "largest JSON part of a request parsed (default 64M; tensors beyond go binary)");
   cmd->add_flag("--check-on-load", a->check_on_load,
                 "run bulkhead check's quick schedules on each model before serving it; refuse one that is not clean");
   cmd->callback([a]() {
@@ -57,6 +58,10 @@ void add_serve(CLI::App& app) {
     o.http_port = a->http_port;
     o.http_threads = a->http_threads;
     o.max_body_bytes = max_body;
+    uint64_t max_json = 0;
+    if (!parse_byte_size(a->max_json, &max_json) || max_json == 0)
+      throw CLI::RuntimeError(fail("serve", "--max-json '" + a->max_json + "' is not a size such as 16M"));
+    o.max_json_bytes = max_json;
     o.check_on_load = a->check_on_load;
     serve::Server server(o);
     if (Status st = server.start(); !st.is_ok()) throw CLI::RuntimeError(fail("serve", st));

@@ -420,6 +420,13 @@ void Server::routes() {
         return reply_error(res, 400, "Inference-Header-Content-Length is not a byte count");
       header_length = n;
     }
+    // The JSON part is parsed into a document several times its size: bounded apart from
+    // the body (binary tensor bytes are copied once, so they may take the rest).
+    const uint64_t json_bytes = header_length ? std::min<uint64_t>(*header_length, req.body.size()) : req.body.size();
+    if (json_bytes > options_.max_json_bytes)
+      return reply_error(res, 413, "the request's JSON is " + std::to_string(json_bytes) + " bytes, over the " +
+                                       std::to_string(options_.max_json_bytes) +
+                                       " the server parses: send large tensors with the binary tensor extension");
     auto parsed = parse_infer_request(req.body, header_length, host->inputs(), host->outputs());
     if (!parsed.is_ok()) return reply_error(res, 400, "model '" + host->name() + "': " + parsed.status().message());
     std::vector<std::string> wanted;

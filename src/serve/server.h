@@ -53,6 +53,7 @@ struct ServerOptions {
   int http_port = 8000;          // 0: any free port (see Server::http_port())
   int http_threads = 64;         // connections served at once (keep-alive ones hold one)
   uint64_t max_body_bytes = uint64_t{256} << 20;
+  uint64_t max_json_bytes = uint64_t{64} << 20;  // of that, the JSON part (parsed into a document)
   std::vector<std::string> backend_libs;  // plugins to load into the Env
   bool check_on_load = false;             // serve/repository.h: `--check-on-load`
   // Where log lines go (loads, unloads, failed runs, worker restarts), one JSON object a
