@@ -25,20 +25,9 @@ while [ $# -gt 0 ]; do
     *) echo "serve_bench: unknown option '$1'" >&2; exit 2 ;;
   esac
 done
-command -v wrk >/dev/null || { echo "serve_bench: wrk is not installed (apt-get install wrk)" >&2; exit 1; }
-bin=${BULKHEAD_BIN:-build/bulkhead}
-shared=${BULKHEAD_SHARED:-$(cd .. && pwd)/shared}
-[ -x "$bin" ] || { echo "serve_bench: $bin is not built" >&2; exit 1; }
-[ -d "$shared/models" ] || { echo "serve_bench: the shared test data '$shared' is missing" >&2; exit 1; }
+source bench/serve_lib.sh
+serve_lib_init serve_bench
 mkdir -p "$out"
-work=$(mktemp -d)
-server_pid=
-cleanup() {
-  [ -n "$server_pid" ] && kill -TERM "$server_pid" 2>/dev/null && wait "$server_pid" 2>/dev/null || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
-
 # The repository and the request bodies.
 /usr/bin/python3 - "$work" "$shared/models" <<'EOF'
 import json, os, shutil, sys
@@ -89,29 +78,7 @@ write_json("rec_json", [("x", np.load(os.path.join(models, "ppocrv4_rec", "input
 write_binary("det_binary", [("x", np.load(os.path.join(models, "ppocrv4_det", "inputs", "x.npy")))])
 EOF
 
-cat > "$work/post.lua" <<'EOF'
-wrk.method = "POST"
-local f = assert(io.open(os.getenv("BODY"), "rb"))
-wrk.body = f:read("*a")
-f:close()
-local h = os.getenv("HDR")
-if h ~= nil and h ~= "" then
-  wrk.headers["Content-Type"] = "application/octet-stream"
-  wrk.headers["Inference-Header-Content-Length"] = h
-else
-  wrk.headers["Content-Type"] = "application/json"
-end
-function done(summary, latency, requests)
-  io.write(string.format("RESULT %d %.3f %.3f %.3f %d %d\n", summary.requests, summary.duration / 1e6,
-    latency:percentile(50) / 1000, latency:percentile(99) / 1000, summary.errors.status, summary.errors.timeout))
-end
-EOF
-
-"$bin" serve --model-repository "$work/repo" --http-port 0 --http-threads 96 >"$work/serve.out" 2>"$work/serve.log" &
-server_pid=$!
-for _ in $(seq 600); do grep -q listening "$work/serve.out" 2>/dev/null && break; sleep 0.1; done
-url=$(awk '/listening/ {print $NF}' "$work/serve.out")
-[ -n "$url" ] || { echo "serve_bench: the server did not start:" >&2; cat "$work/serve.log" >&2; exit 1; }
+serve_start "$work/repo" --http-threads 96
 
 # The C++ API's median for each model (the same inputs, 1 thread).
 api_ms() { "$bin" run "$1" "${@:2}" -t 1 -r 50 -q 2>&1 | awk '/latency over/ {print $6}'; }

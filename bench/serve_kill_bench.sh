@@ -22,16 +22,8 @@ while [ $# -gt 0 ]; do
     *) echo "serve_kill_bench: unknown option '$1'" >&2; exit 2 ;;
   esac
 done
-command -v wrk >/dev/null || { echo "serve_kill_bench: wrk is not installed (apt-get install wrk)" >&2; exit 1; }
-bin=${BULKHEAD_BIN:-build/bulkhead}
-shared=${BULKHEAD_SHARED:-$(cd .. && pwd)/shared}
-work=$(mktemp -d)
-server_pid=
-cleanup() {
-  [ -n "$server_pid" ] && kill -TERM "$server_pid" 2>/dev/null && wait "$server_pid" 2>/dev/null || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
+source bench/serve_lib.sh
+serve_lib_init serve_kill_bench
 mkdir -p "$work/repo/rec/1" "$work/repo/silero/1"
 cp "$shared/models/ppocrv4_rec/model.onnx" "$work/repo/rec/1/"
 cp "$shared/models/silero_vad_v5/model.onnx" "$work/repo/silero/1/"
@@ -52,23 +44,7 @@ req = {"inputs": [{"name": n, "shape": list(a.shape), "datatype": "INT64" if n =
                    "data": a.flatten().tolist()} for n, a in ins.items()]}
 open(os.path.join(work, "silero.json"), "w").write(json.dumps(req))
 EOF
-cat >"$work/post.lua" <<'EOF'
-wrk.method = "POST"
-local f = assert(io.open(os.getenv("BODY"), "rb"))
-wrk.body = f:read("*a")
-f:close()
-wrk.headers["Content-Type"] = "application/octet-stream"
-wrk.headers["Inference-Header-Content-Length"] = os.getenv("HDR")
-function done(summary, latency, requests)
-  io.write(string.format("RESULT %d %.3f %.3f %.3f %d %d\n", summary.requests, summary.duration / 1e6,
-    latency:percentile(50) / 1000, latency:percentile(99) / 1000, summary.errors.status, summary.errors.timeout))
-end
-EOF
-"$bin" serve --model-repository "$work/repo" --http-port 0 >"$work/serve.out" 2>"$work/serve.log" &
-server_pid=$!
-for _ in $(seq 600); do grep -q listening "$work/serve.out" 2>/dev/null && break; sleep 0.1; done
-url=$(awk '/listening/ {print $NF}' "$work/serve.out")
-[ -n "$url" ] || { echo "serve_kill_bench: the server did not start" >&2; cat "$work/serve.log" >&2; exit 1; }
+serve_start "$work/repo"
 
 rec_load() {
   BODY="$work/rec.body" HDR=$(cat "$work/rec.hdr") wrk -t 1 -c "$conc" -d "${duration}s" --timeout 30s \

@@ -199,10 +199,11 @@ ElementFault json_to_bool(const json& v, uint8_t* out) {
   return ElementFault::kNone;
 }
 
-// The elements of "data" in row-major order, nested arrays flattened, without recursion.
-// `f(element, index)` returns a Status; the first error stops the walk.
+// Walks the elements of "data" in row-major order, nested arrays flattened, without
+// recursion: `f(element, index)` returns a Status and the first error stops the walk; arrays
+// nested deeper than `max_depth` are an error naming input `name`.
 template <typename F>
-Status for_each_element(const json& data, F&& f) {
+Status walk_elements(const json& data, size_t max_depth, const std::string& name, F&& f) {
   std::vector<std::pair<const json*, size_t>> stack;
   stack.emplace_back(&data, 0);
   int64_t index = 0;
@@ -215,31 +216,8 @@ Status for_each_element(const json& data, F&& f) {
     }
     stack.back().second = next + 1;
     const json& e = (*array)[next];
-    if (e.is_array()) {
-      stack.emplace_back(&e, 0);
-      continue;
-    }
-    BH_RETURN_IF_ERROR(f(e, index++));
-  }
-  return Status::ok();
-}
-
-// The element count of "data" (an array), refusing arrays nested deeper than `max_depth`.
-Result<int64_t> count_elements(const json& data, size_t max_depth, const std::string& name) {
-  std::vector<std::pair<const json*, size_t>> stack;
-  stack.emplace_back(&data, 0);
-  int64_t count = 0;
-  while (!stack.empty()) {
-    const json* array = stack.back().first;
-    size_t next = stack.back().second;
-    if (next == array->size()) {
-      stack.pop_back();
-      continue;
-    }
-    stack.back().second = next + 1;
-    const json& e = (*array)[next];
     if (!e.is_array()) {
-      ++count;
+      BH_RETURN_IF_ERROR(f(e, index++));
       continue;
     }
     if (stack.size() >= max_depth)
@@ -247,6 +225,22 @@ Result<int64_t> count_elements(const json& data, size_t max_depth, const std::st
                                    (max_depth == 1 ? " level" : " levels"));
     stack.emplace_back(&e, 0);
   }
+  return Status::ok();
+}
+
+// The elements of "data", already counted (its depth checked), in row-major order.
+template <typename F>
+Status for_each_element(const json& data, F&& f) {
+  return walk_elements(data, SIZE_MAX, "", std::forward<F>(f));
+}
+
+// The element count of "data" (an array), refusing arrays nested deeper than `max_depth`.
+Result<int64_t> count_elements(const json& data, size_t max_depth, const std::string& name) {
+  int64_t count = 0;
+  BH_RETURN_IF_ERROR(walk_elements(data, max_depth, name, [&](const json&, int64_t) {
+    ++count;
+    return Status::ok();
+  }));
   return count;
 }
 
@@ -503,32 +497,7 @@ Result<std::vector<RequestedOutput>> parse_outputs(const json* list, const std::
 // Responses: the JSON is written by hand, so that large data arrays cost one pass.
 
 // `s` as a JSON string; bytes that are not valid UTF-8 become the text "\xNN".
-void append_json_string(std::string& out, const std::string& s) {
-  const std::string v = valid_utf8(s);
-  out += '"';
-  for (char ch : v) {
-    unsigned char c = static_cast<unsigned char>(ch);
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      case '\b': out += "\\b"; break;
-      case '\f': out += "\\f"; break;
-      default:
-        if (c < 0x20) {
-          static const char kHex[] = "0123456789abcdef";
-          out += "\\u00";
-          out += kHex[c >> 4];
-          out += kHex[c & 15];
-        } else {
-          out += ch;
-        }
-    }
-  }
-  out += '"';
-}
+void append_json_string(std::string& out, const std::string& s) { out += json(valid_utf8(s)).dump(); }
 
 template <typename T>
 void append_integer(std::string& out, T v) {

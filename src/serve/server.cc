@@ -178,6 +178,17 @@ void Server::stop() {
 
 Status Server::load_model(const std::string& name) {
   std::lock_guard serial(load_mu_);
+  // A failed (re)load: the model is UNAVAILABLE with the reason, unless versions loaded
+  // before keep serving. Requires mu_.
+  auto failed_locked = [&](const Status& st) {
+    ModelState& m = models_[name];
+    m.name = name;
+    if (m.versions.empty()) {
+      m.state = "UNAVAILABLE";
+      m.reason = st.message();
+    }
+    return st;
+  };
   auto files = model_files(options_.repository, name);
   if (!files.is_ok()) {
     // A state is kept for a folder of the repository (or a model loaded before), never for
@@ -186,14 +197,7 @@ Status Server::load_model(const std::string& name) {
     bool folder = valid_model_name(name) &&
                   std::filesystem::is_directory(std::filesystem::symlink_status(options_.repository + "/" + name, ec));
     std::lock_guard lock(mu_);
-    if (folder || models_.count(name)) {
-      ModelState& m = models_[name];
-      m.name = name;
-      if (m.versions.empty()) {  // else a reload failed: the loaded versions keep serving
-        m.state = "UNAVAILABLE";
-        m.reason = files.status().message();
-      }
-    }
+    if (folder || models_.count(name)) (void)failed_locked(files.status());
     return files.status();
   }
   {
@@ -204,30 +208,17 @@ Status Server::load_model(const std::string& name) {
   }
   std::vector<std::shared_ptr<ModelHost>> hosts;
   for (const auto& [version, path] : files->versions) {
-    if (options_.check_on_load) {
-      std::string verdict;
-      Status st = check_version(name, version, path, files->config, &verdict);
-      std::lock_guard lock(mu_);
-      ModelState& m = models_[name];
-      m.check = verdict;
-      if (!st.is_ok()) {
-        if (m.versions.empty()) {
-          m.state = "UNAVAILABLE";
-          m.reason = st.message();
-        }
-        return st;
-      }
-    }
     auto h = ModelHost::load(env_, name, version, path, files->config);
     if (!h.is_ok()) {
-      Status st = h.status().with_context("model '" + name + "' version " + std::to_string(version) + ": ");
       std::lock_guard lock(mu_);
-      ModelState& m = models_[name];
-      if (m.versions.empty()) {
-        m.state = "UNAVAILABLE";
-        m.reason = st.message();
-      }
-      return st;  // the versions already serving (a reload) keep serving
+      return failed_locked(h.status().with_context("model '" + name + "' version " + std::to_string(version) + ": "));
+    }
+    if (options_.check_on_load) {
+      std::string verdict;
+      Status st = check_version(name, version, path, files->config, (*h)->inputs(), &verdict);
+      std::lock_guard lock(mu_);
+      models_[name].check = verdict;
+      if (!st.is_ok()) return failed_locked(st);
     }
     hosts.push_back(std::move(h).value());
   }
@@ -280,7 +271,7 @@ Status Server::unload_model(const std::string& name) {
 }
 
 Status Server::check_version(const std::string& name, int64_t version, const std::string& path,
-                             const ModelConfig& config, std::string* verdict) const {
+                             const ModelConfig& config, const std::vector<IoInfo>& inputs, std::string* verdict) const {
   const std::string where = "model '" + name + "' version " + std::to_string(version) + ": check on load";
   check::CheckOptions co;
   co.front = {path, path, ""};
@@ -291,8 +282,7 @@ Status Server::check_version(const std::string& name, int64_t version, const std
   co.schedules = {"front_only", "same_process", "threads"};
   // Sample inputs beside the model, where the user left them.
   const std::string dir = options_.repository + "/" + name + "/check_inputs";
-  BH_ASSIGN_OR_RETURN(Session probe, env_.load(path, config.session));
-  for (const auto& io : probe.inputs()) {
+  for (const auto& io : inputs) {
     const std::string file = dir + "/" + io::safe_file_name(io.name) + ".npy";
     std::error_code ec;
     if (!std::filesystem::is_regular_file(std::filesystem::symlink_status(file, ec))) continue;
@@ -300,7 +290,6 @@ Status Server::check_version(const std::string& name, int64_t version, const std
     if (!t.is_ok()) return t.status().with_context(where + ": ");
     co.inputs[io.name] = std::move(t).value();
   }
-  probe = Session();
   auto report = check::run_check(co);
   if (!report.is_ok()) {
     *verdict = "error";

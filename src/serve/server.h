@@ -103,9 +103,10 @@ class Server {
   // message when there is none.
   std::shared_ptr<ModelHost> find(const std::string& m, const std::string& v, int* status, std::string* error) const;
   std::string metrics_text() const;
-  // `--check-on-load` for one version: OK when clean; `verdict` gets the check's verdict.
+  // `--check-on-load` for one version (whose loaded host declares `inputs`): OK when clean;
+  // `verdict` gets the check's verdict.
   Status check_version(const std::string& name, int64_t version, const std::string& path, const ModelConfig& config,
-                       std::string* verdict) const;
+                       const std::vector<IoInfo>& inputs, std::string* verdict) const;
 
   ServerOptions options_;
   Env env_;

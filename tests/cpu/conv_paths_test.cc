@@ -15,13 +15,15 @@ struct Case {
   bool bias;
 };
 
+// A float tensor's values as model text ("0.5,-1.25,...").
+std::string list(const Tensor& t) {
+  std::ostringstream os;
+  os.precision(9);
+  for (int64_t i = 0; i < t.numel(); ++i) os << (i ? "," : "") << t.data<float>()[i];
+  return os.str();
+}
+
 std::string model(const Case& c, const Tensor& w, const Tensor& b) {
-  auto list = [](const Tensor& t) {
-    std::ostringstream os;
-    os.precision(9);
-    for (int64_t i = 0; i < t.numel(); ++i) os << (i ? "," : "") << t.data<float>()[i];
-    return os.str();
-  };
   std::ostringstream m;
   m << "<ir_version: 8, opset_import: [\"\" : 17]>\n"
     << "g (float[" << c.N << "," << c.C << "," << c.H << "," << c.W << "] x) => (float[" << c.N << "," << c.M << ","
@@ -80,12 +82,6 @@ TEST(Depthwise, NarrowAndWidePlanesAreTheDefinition) {
     Tensor x = random_tensor({1, c.C, c.H, c.W}, 21);
     Tensor w = random_tensor({c.C, 1, 3, 3}, 22);
     Tensor b = random_tensor({c.C}, 23);
-    auto list = [](const Tensor& t) {
-      std::ostringstream os;
-      os.precision(9);
-      for (int64_t i = 0; i < t.numel(); ++i) os << (i ? "," : "") << t.data<float>()[i];
-      return os.str();
-    };
     std::ostringstream m;
     m << "<ir_version: 8, opset_import: [\"\" : 17]>\n"
       << "g (float[1," << c.C << "," << c.H << "," << c.W << "] x) => (float[1," << c.C << "," << OH << "," << OW
