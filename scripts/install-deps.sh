@@ -13,6 +13,9 @@ packages=(
   nlohmann-json3-dev libcli11-dev libfmt-dev
   # `bulkhead serve`: the HTTP library; curl and python3-requests are its tests' clients.
   libcpp-httplib-dev curl python3-requests
+  # `bulkhead serve --grpc-port`: gRPC (C++), the code generator for its service, and the
+  # Python client the tests call it with.
+  libgrpc++-dev protobuf-compiler-grpc python3-grpcio
   # deploy/'s test reads the KServe manifests; the dashboard and the check report are
   # rendered by a real browser in the tests.
   python3-yaml chromium

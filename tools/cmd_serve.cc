@@ -16,17 +16,18 @@ namespace bulkhead::cli {
 void add_serve(CLI::App& app) {
   struct ServeArgs {
     std::string repository, host = "127.0.0.1", max_body = "256M", max_json = "64M";
-    int http_port = 8000, http_threads = 64;
+    int http_port = 8000, grpc_port = -1, http_threads = 64;
     bool check_on_load = false;
   };
   auto a = std::make_shared<ServeArgs>();
   auto* cmd = app.add_subcommand(
-      "serve", "serve the models of a repository over the Open Inference Protocol (KServe v2, HTTP/REST)");
+      "serve", "serve the models of a repository over the Open Inference Protocol (KServe v2: HTTP/REST, and gRPC)");
   cmd->add_option("--model-repository", a->repository, "DIR/<model>/<version>/model.onnx, optional DIR/<model>/config.json")
       ->required();
   cmd->add_option("--http-port", a->http_port, "port for HTTP (default 8000; 0: any free port, printed)");
+  cmd->add_option("--grpc-port", a->grpc_port, "port for gRPC (default: no gRPC; 0: any free port, printed)");
   cmd->add_option("--host", a->host, "address to listen on (default 127.0.0.1; 0.0.0.0 for every interface)");
-  cmd->add_option("--http-threads", a->http_threads, "HTTP connections served at once (default 64)");
+  cmd->add_option("--http-threads", a->http_threads, "HTTP connections, and gRPC requests, served at once (default 64)");
   cmd->add_option("--max-body", a->max_body, "largest request body accepted, e.g. 256M (default)");
   cmd->add_option("--max-json", a->max_json, "largest JSON part of a request parsed (default 64M; tensors beyond go binary)");
   cmd->add_flag("--check-on-load", a->check_on_load,
@@ -34,6 +35,8 @@ void add_serve(CLI::App& app) {
   cmd->callback([a]() {
     if (a->http_port < 0 || a->http_port > 65535)
       throw CLI::RuntimeError(fail("serve", "--http-port must be in [0, 65535]"));
+    if (a->grpc_port < -1 || a->grpc_port > 65535)
+      throw CLI::RuntimeError(fail("serve", "--grpc-port must be in [0, 65535]"));
     if (a->http_threads < 1 || a->http_threads > 4096)
       throw CLI::RuntimeError(fail("serve", "--http-threads must be in [1, 4096]"));
     uint64_t max_body = 0;
@@ -62,6 +65,7 @@ void add_serve(CLI::App& app) {
     o.repository = a->repository;
     o.host = a->host;
     o.http_port = a->http_port;
+    o.grpc_port = a->grpc_port;
     o.http_threads = a->http_threads;
     o.max_body_bytes = max_body;
     uint64_t max_json = 0;
@@ -72,6 +76,7 @@ void add_serve(CLI::App& app) {
     serve::Server server(o);
     if (Status st = server.start(); !st.is_ok()) throw CLI::RuntimeError(fail("serve", st));
     std::printf("bulkhead serve: listening on http://%s:%d\n", a->host.c_str(), server.http_port());
+    if (server.grpc_port() > 0) std::printf("bulkhead serve: gRPC on %s:%d\n", a->host.c_str(), server.grpc_port());
     std::fflush(stdout);
     std::atomic<bool> ending{false};
     std::thread watcher([&server, &ending, stop_signals] {

@@ -372,41 +372,29 @@ Result<Shape> parse_shape(const json& in, const std::string& name) {
   return shape;
 }
 
-// The model's input of that name, checked against the request's fields; the data itself is
-// counted (JSON) or its size checked (binary), not read.
-Result<InputPlan> plan_input(const json& in, size_t position, const std::vector<IoInfo>& model_inputs,
-                             const RequestLimits& limits, std::vector<bool>& seen) {
-  const std::string where = "inputs[" + std::to_string(position) + "]";
-  if (!in.is_object()) return invalid_argument(where + " must be an object");
-  const json* jn = field(in, "name");
-  if (!jn || !jn->is_string()) return invalid_argument(where + " needs a \"name\" string");
-  InputPlan plan;
-  plan.name = jn->get<std::string>();
-  const std::string& name = plan.name;
+}  // namespace
+
+Result<CheckedInput> check_input(const std::string& name, const std::string& datatype, const Shape& shape,
+                                 const std::vector<IoInfo>& model_inputs, const RequestLimits& limits,
+                                 std::vector<bool>& seen) {
   auto it = std::find_if(model_inputs.begin(), model_inputs.end(), [&](const IoInfo& i) { return i.name == name; });
   if (it == model_inputs.end())
     return invalid_argument("unknown input " + in_quotes(name) + " (the model's inputs: " + name_list(model_inputs) +
                             ")");
-  plan.model_index = static_cast<size_t>(it - model_inputs.begin());
-  if (seen[plan.model_index]) return invalid_argument("input " + in_quotes(name) + " is given twice");
-  seen[plan.model_index] = true;
+  CheckedInput c;
+  c.model_index = static_cast<size_t>(it - model_inputs.begin());
+  if (seen[c.model_index]) return invalid_argument("input " + in_quotes(name) + " is given twice");
+  seen[c.model_index] = true;
   const IoInfo& info = *it;
-
   const std::string expected = oip_datatype(info.dtype);
   if (!info.is_tensor || expected.empty())
     return input_error(name, "the model's type " +
                                  (info.type_string.empty() ? dtype_name(info.dtype) : info.type_string) +
                                  " cannot be sent through the protocol");
-  const json* jd = field(in, "datatype");
-  if (!jd || !jd->is_string())
-    return input_error(name, "\"datatype\" must be a string (the model's is " + expected + ")");
-  const std::string& datatype = jd->get_ref<const std::string&>();
   if (datatype != expected)
     return input_error(name, "datatype " + printable(datatype) + " does not match the model's " + expected);
-  plan.dtype = info.dtype;
-
-  BH_ASSIGN_OR_RETURN(plan.shape, parse_shape(in, name));
-  const Shape& shape = plan.shape;
+  c.dtype = info.dtype;
+  c.shape = shape;
   if (info.has_shape) {
     if (shape.size() != info.shape.size())
       return input_error(name, "shape " + shape_to_string(shape) + " has rank " + std::to_string(shape.size()) +
@@ -419,12 +407,76 @@ Result<InputPlan> plan_input(const json& in, size_t position, const std::vector<
     return input_error(name, "its shape has " + std::to_string(shape.size()) + " dimensions, more than the " +
                                  std::to_string(kUnknownRankDepth) + " allowed");
   }
-  if (!checked_numel(shape, &plan.numel))
+  for (size_t d = 0; d < shape.size(); ++d)
+    if (shape[d] < 0) return input_error(name, "dimension " + std::to_string(d) + " of its shape is negative");
+  if (!checked_numel(shape, &c.numel))
     return input_error(name, "shape " + shape_to_string(shape) + " has too many elements: the count overflows 64 bits");
-  if (static_cast<uint64_t>(plan.numel) > limits.max_elements)
-    return input_error(name, "shape " + shape_to_string(shape) + " has " + std::to_string(plan.numel) +
+  if (static_cast<uint64_t>(c.numel) > limits.max_elements)
+    return input_error(name, "shape " + shape_to_string(shape) + " has " + std::to_string(c.numel) +
                                  " elements, more than the limit of " + std::to_string(limits.max_elements));
-  const uint64_t numel = static_cast<uint64_t>(plan.numel);
+  return c;
+}
+
+Status check_raw_size(const std::string& name, const CheckedInput& in, uint64_t size, const char* what) {
+  const uint64_t numel = static_cast<uint64_t>(in.numel);
+  if (in.dtype == DataType::kString) {
+    uint64_t least = 0;
+    if (__builtin_mul_overflow(numel, uint64_t{4}, &least) || size < least)
+      return input_error(name, std::string(what) + " " + std::to_string(size) + " is too small for " +
+                                   std::to_string(numel) + " BYTES elements (each takes at least 4 bytes)");
+    return Status::ok();
+  }
+  uint64_t want = 0;
+  if (__builtin_mul_overflow(numel, uint64_t{dtype_size(in.dtype)}, &want))
+    return input_error(name, "shape " + shape_to_string(in.shape) + " is too large: its byte count overflows 64 bits");
+  if (size != want)
+    return input_error(name, std::string(what) + " is " + std::to_string(size) + " bytes, but " +
+                                 oip_datatype(in.dtype) + shape_to_string(in.shape) + " takes " + std::to_string(want));
+  return Status::ok();
+}
+
+Result<Tensor> tensor_from_raw(const void* data, size_t size, const std::string& name, const CheckedInput& in) {
+  BH_RETURN_IF_ERROR(check_raw_size(name, in, size, "its raw data"));
+  return tensor_from_binary(static_cast<const unsigned char*>(data), size, name, in.dtype, in.shape, in.numel);
+}
+
+Status check_requested_output(const std::string& name, const std::vector<IoInfo>& model_outputs,
+                              const std::vector<std::string>& earlier) {
+  if (std::none_of(model_outputs.begin(), model_outputs.end(), [&](const IoInfo& m) { return m.name == name; }))
+    return invalid_argument("unknown output " + in_quotes(name) + " (the model's outputs: " + name_list(model_outputs) +
+                            ")");
+  // At most as many as the model has outputs get this far: quadratic is fine.
+  if (std::find(earlier.begin(), earlier.end(), name) != earlier.end())
+    return invalid_argument("output " + in_quotes(name) + " is requested twice");
+  return Status::ok();
+}
+
+namespace {
+
+// The model's input of that name, checked against the request's fields; the data itself is
+// counted (JSON) or its size checked (binary), not read.
+Result<InputPlan> plan_input(const json& in, size_t position, const std::vector<IoInfo>& model_inputs,
+                             const RequestLimits& limits, std::vector<bool>& seen) {
+  const std::string where = "inputs[" + std::to_string(position) + "]";
+  if (!in.is_object()) return invalid_argument(where + " must be an object");
+  const json* jn = field(in, "name");
+  if (!jn || !jn->is_string()) return invalid_argument(where + " needs a \"name\" string");
+  InputPlan plan;
+  plan.name = jn->get<std::string>();
+  const std::string& name = plan.name;
+  const json* jd = field(in, "datatype");
+  if (!jd || !jd->is_string()) {
+    auto it = std::find_if(model_inputs.begin(), model_inputs.end(), [&](const IoInfo& i) { return i.name == name; });
+    if (it != model_inputs.end() && !oip_datatype(it->dtype).empty())
+      return input_error(name, "\"datatype\" must be a string (the model's is " + oip_datatype(it->dtype) + ")");
+  }
+  BH_ASSIGN_OR_RETURN(Shape shape, parse_shape(in, name));
+  BH_ASSIGN_OR_RETURN(CheckedInput c, check_input(name, jd && jd->is_string() ? jd->get<std::string>() : std::string(),
+                                                  shape, model_inputs, limits, seen));
+  plan.model_index = c.model_index;
+  plan.dtype = c.dtype;
+  plan.shape = c.shape;
+  plan.numel = c.numel;
 
   const json* params = field(in, "parameters");
   if (params && !params->is_object()) return input_error(name, "\"parameters\" must be an object");
@@ -434,19 +486,7 @@ Result<InputPlan> plan_input(const json& in, size_t position, const std::vector<
   if (jsize) {
     if (!jsize->is_number_unsigned()) return input_error(name, "binary_data_size must be a non-negative integer");
     plan.binary_size = jsize->get<uint64_t>();
-    if (plan.dtype == DataType::kString) {
-      uint64_t least = 0;
-      if (__builtin_mul_overflow(numel, uint64_t{4}, &least) || plan.binary_size < least)
-        return input_error(name, "binary_data_size " + std::to_string(plan.binary_size) + " is too small for " +
-                                     std::to_string(numel) + " BYTES elements (each takes at least 4 bytes)");
-    } else {
-      uint64_t want = 0;
-      if (__builtin_mul_overflow(numel, uint64_t{dtype_size(plan.dtype)}, &want))
-        return input_error(name, "shape " + shape_to_string(shape) + " is too large: its byte count overflows 64 bits");
-      if (plan.binary_size != want)
-        return input_error(name, "binary_data_size is " + std::to_string(plan.binary_size) + " bytes, but " + expected +
-                                     shape_to_string(shape) + " takes " + std::to_string(want));
-    }
+    BH_RETURN_IF_ERROR(check_raw_size(name, c, plan.binary_size, "binary_data_size"));
     return plan;
   }
   if (!data) return input_error(name, "it has neither \"data\" nor a binary_data_size parameter");
@@ -473,12 +513,9 @@ Result<std::vector<RequestedOutput>> parse_outputs(const json* list, const std::
     if (!jn || !jn->is_string()) return invalid_argument(where + " needs a \"name\" string");
     RequestedOutput out;
     out.name = jn->get<std::string>();
-    if (std::none_of(model_outputs.begin(), model_outputs.end(), [&](const IoInfo& m) { return m.name == out.name; }))
-      return invalid_argument("unknown output " + in_quotes(out.name) +
-                              " (the model's outputs: " + name_list(model_outputs) + ")");
-    // At most as many as the model has outputs get this far: quadratic is fine.
-    if (std::any_of(r.begin(), r.end(), [&](const RequestedOutput& x) { return x.name == out.name; }))
-      return invalid_argument("output " + in_quotes(out.name) + " is requested twice");
+    std::vector<std::string> earlier;
+    for (const auto& x : r) earlier.push_back(x.name);
+    BH_RETURN_IF_ERROR(check_requested_output(out.name, model_outputs, earlier));
     if (const json* params = field(o, "parameters")) {
       if (!params->is_object())
         return invalid_argument("output " + in_quotes(out.name) + ": \"parameters\" must be an object");
@@ -599,6 +636,31 @@ void append_json_data(std::string& out, const Tensor& t) {
   }
 }
 
+}  // namespace
+
+Status append_raw(std::string& out, const std::string& name, const Tensor& t) {
+  if (!t.defined() || oip_datatype(t.dtype()).empty())
+    return unsupported("output " + in_quotes(name) + ": its type " + dtype_name(t.dtype()) +
+                       " cannot be sent through the protocol");
+  if (t.dtype() == DataType::kString) {
+    const std::string* s = t.strings();
+    if (t.numel() > 0 && s == nullptr) return internal_error("output " + in_quotes(name) + " is not in host memory");
+    for (int64_t i = 0; i < t.numel(); ++i) {
+      if (s[i].size() > std::numeric_limits<uint32_t>::max())
+        return invalid_argument("output " + in_quotes(name) + ": element " + std::to_string(i) +
+                                " is too long for the binary BYTES form (over 4 GiB)");
+      append_le32(out, static_cast<uint32_t>(s[i].size()));
+      out += s[i];
+    }
+  } else if (t.nbytes() > 0) {
+    if (!t.on_host() || t.raw() == nullptr) return internal_error("output " + in_quotes(name) + " is not in host memory");
+    out.append(static_cast<const char*>(t.raw()), t.nbytes());
+  }
+  return Status::ok();
+}
+
+namespace {
+
 Status append_output(EncodedResponse& r, const std::string& name, const Tensor& t, bool binary) {
   const std::string datatype = t.defined() ? oip_datatype(t.dtype()) : "";
   if (datatype.empty())
@@ -620,18 +682,7 @@ Status append_output(EncodedResponse& r, const std::string& name, const Tensor& 
   js += ']';
   if (binary) {
     const size_t before = r.binary.size();
-    if (is_string) {
-      const std::string* s = t.strings();
-      for (int64_t i = 0; i < t.numel(); ++i) {
-        if (s[i].size() > std::numeric_limits<uint32_t>::max())
-          return invalid_argument("output " + in_quotes(name) + ": element " + std::to_string(i) +
-                                  " is too long for the binary BYTES form (over 4 GiB)");
-        append_le32(r.binary, static_cast<uint32_t>(s[i].size()));
-        r.binary += s[i];
-      }
-    } else if (t.nbytes() > 0) {
-      r.binary.append(static_cast<const char*>(t.raw()), t.nbytes());
-    }
+    BH_RETURN_IF_ERROR(append_raw(r.binary, name, t));
     js += ",\"parameters\":{\"binary_data_size\":";
     append_integer(js, r.binary.size() - before);
     js += '}';

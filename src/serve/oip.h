@@ -55,6 +55,33 @@ Result<InferRequest> parse_infer_request(const std::string& body, std::optional<
                                          const std::vector<IoInfo>& inputs, const std::vector<IoInfo>& outputs,
                                          const RequestLimits& limits = {});
 
+// The pieces both bindings (REST here, gRPC in serve/grpc_service.h) check requests with.
+
+// One input's name, datatype and shape, checked against the model's inputs: a known name
+// not given before (`seen`: a flag per model input, set here), the model's datatype exactly,
+// the model's rank and fixed dimensions, no negative dimension, at most limits.max_elements.
+struct CheckedInput {
+  size_t model_index = 0;
+  DataType dtype = DataType::kUndefined;
+  Shape shape;
+  int64_t numel = 0;
+};
+Result<CheckedInput> check_input(const std::string& name, const std::string& datatype, const Shape& shape,
+                                 const std::vector<IoInfo>& model_inputs, const RequestLimits& limits,
+                                 std::vector<bool>& seen);
+// That a checked input's raw data (or its announced size) has `size` bytes: numel times the
+// element size, or for BYTES at least 4 bytes an element. `what` names the size in the error.
+Status check_raw_size(const std::string& name, const CheckedInput& in, uint64_t size, const char* what);
+// A checked input's tensor from its raw bytes (little-endian elements; BYTES elements each a
+// 4-byte little-endian length and the bytes), copied; BOOL bytes must be 0 or 1.
+Result<Tensor> tensor_from_raw(const void* data, size_t size, const std::string& name, const CheckedInput& in);
+// A requested output: one the model has, not among `earlier` requests.
+Status check_requested_output(const std::string& name, const std::vector<IoInfo>& model_outputs,
+                              const std::vector<std::string>& earlier);
+// Appends a tensor's raw bytes (the form tensor_from_raw reads) to `out`; fails for a type
+// the protocol cannot carry or a BYTES element over 4 GiB.
+Status append_raw(std::string& out, const std::string& name, const Tensor& t);
+
 // A response body: `json` first, then `binary` (the outputs sent as binary, in order).
 // When `binary` is not empty the reply carries Inference-Header-Content-Length:
 // json.size() and Content-Type application/octet-stream.

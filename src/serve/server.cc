@@ -17,6 +17,7 @@
 #include "io/file_set.h"
 #include "io/npy.h"
 #include "serve/dashboard.h"
+#include "serve/grpc_service.h"
 #include "serve/oip.h"
 
 namespace bulkhead::serve {
@@ -81,6 +82,7 @@ Server::Server(ServerOptions options) : options_(std::move(options)), http_(std:
 
 Server::~Server() {
   stop();
+  if (grpc_) grpc_->wait();
   {
     std::lock_guard lock(monitor_mu_);
     monitor_stop_ = true;
@@ -149,6 +151,11 @@ Status Server::start() {
   if (port_ <= 0)
     return Status(StatusCode::kUnavailable, "cannot listen on " + printable(options_.host) + ":" +
                                                 std::to_string(options_.http_port) + " (in use, or not an address here)");
+  if (options_.grpc_port >= 0) {
+    grpc_ = std::make_unique<GrpcFrontend>(*this);
+    BH_ASSIGN_OR_RETURN(grpc_port_, grpc_->start(options_.host, options_.grpc_port, options_.http_threads,
+                                                 options_.max_body_bytes));
+  }
   started_ = true;
   monitor_ = std::thread([this] { monitor(); });
   return Status::ok();
@@ -167,13 +174,19 @@ void Server::monitor() {
 
 Status Server::serve() {
   if (!started_) return Status(StatusCode::kFailedPrecondition, "serve() before start()");
-  if (!http_->listen_after_bind() && started_)
-    return Status(StatusCode::kUnavailable, "the HTTP listener stopped unexpectedly");
+  const bool listened = http_->listen_after_bind();
+  if (grpc_) {
+    grpc_->shutdown();  // when HTTP stopped on its own; after stop(), already done
+    grpc_->wait();
+  }
+  if (!listened) return Status(StatusCode::kUnavailable, "the HTTP listener stopped unexpectedly");
   return Status::ok();
 }
 
 void Server::stop() {
   if (http_) http_->stop();
+  // In-flight gRPC requests finish (as HTTP ones do); new ones are refused.
+  if (grpc_) grpc_->shutdown();
 }
 
 Status Server::load_model(const std::string& name) {
@@ -313,27 +326,81 @@ std::vector<Server::ModelState> Server::models() const {
   return r;
 }
 
-std::shared_ptr<ModelHost> Server::find(const std::string& m, const std::string& v, int* status,
-                                        std::string* error) const {
+Result<std::shared_ptr<ModelHost>> Server::lookup(const std::string& m, const std::string& v) const {
   std::lock_guard lock(mu_);
   auto it = models_.find(m);
-  if (it == models_.end()) {
-    *status = 404;
-    *error = "unknown model '" + printable(m) + "'";
-    return nullptr;
-  }
+  if (it == models_.end()) return not_found("unknown model '" + printable(m) + "'");
   const ModelState& s = it->second;
-  if (s.versions.empty()) {
-    *status = s.state == "LOADING" ? 503 : 404;
-    *error = "model '" + printable(m) + "' is not loaded" + (s.reason.empty() ? "" : ": " + s.reason);
-    return nullptr;
-  }
+  if (s.versions.empty())
+    return Status(s.state == "LOADING" ? StatusCode::kUnavailable : StatusCode::kNotFound,
+                  "model '" + printable(m) + "' is not loaded" + (s.reason.empty() ? "" : ": " + s.reason));
   if (v.empty()) return s.versions.back();
   for (const auto& h : s.versions)
     if (std::to_string(h->version()) == v) return h;
-  *status = 404;
-  *error = "model '" + printable(m) + "' has no version '" + printable(v) + "' loaded";
+  return not_found("model '" + printable(m) + "' has no version '" + printable(v) + "' loaded");
+}
+
+std::shared_ptr<ModelHost> Server::find(const std::string& m, const std::string& v, int* status,
+                                        std::string* error) const {
+  auto h = lookup(m, v);
+  if (h.is_ok()) return std::move(h).value();
+  *status = http_status(h.status().code());
+  *error = h.status().message();
   return nullptr;
+}
+
+bool Server::ready() const {
+  bool r = started_;
+  for (const auto& m : models())
+    for (const auto& host : m.versions) r = r && host->ready();
+  return r;
+}
+
+std::vector<std::string> Server::versions(const std::string& name) const {
+  std::lock_guard lock(mu_);
+  std::vector<std::string> r;
+  if (auto it = models_.find(name); it != models_.end())
+    for (const auto& h : it->second.versions) r.push_back(std::to_string(h->version()));
+  return r;
+}
+
+std::vector<Server::IndexEntry> Server::index(bool only_ready) const {
+  std::set<std::string> names;
+  if (auto listed = list_models(options_.repository, nullptr); listed.is_ok()) names.insert(listed->begin(), listed->end());
+  std::map<std::string, ModelState> known;
+  for (auto& m : models()) {
+    names.insert(m.name);
+    known[m.name] = m;
+  }
+  std::vector<IndexEntry> index;
+  for (const auto& n : names) {
+    auto it = known.find(n);
+    if (it == known.end()) {
+      if (!only_ready) index.push_back({n, "", "UNAVAILABLE", "not loaded"});
+      continue;
+    }
+    const ModelState& m = it->second;
+    if (m.versions.empty()) {
+      if (!only_ready) index.push_back({n, "", m.state, m.reason});
+      continue;
+    }
+    for (const auto& host : m.versions) {
+      bool ready = m.state == "READY" && host->ready();
+      if (only_ready && !ready) continue;
+      index.push_back({n, std::to_string(host->version()),
+                       ready ? "READY" : (m.state == "READY" ? "UNAVAILABLE" : m.state),
+                       ready ? "" : (m.reason.empty() ? "an instance is not ready" : m.reason)});
+    }
+  }
+  return index;
+}
+
+Result<NamedTensors> Server::run(ModelHost& host, const NamedTensors& inputs,
+                                 const std::vector<std::string>& outputs) const {
+  auto out = host.infer(inputs, outputs);
+  if (!out.is_ok() && out.status().code() != StatusCode::kResourceExhausted)
+    log("error", "run_failed", host.name(), out.status().message());
+  return out;
 }
 
 void Server::routes() {
@@ -359,10 +426,7 @@ void Server::routes() {
 
   h.Get("/v2/health/live", [](const httplib::Request&, httplib::Response& res) { reply_json(res, json::object()); });
   h.Get("/v2/health/ready", [this](const httplib::Request&, httplib::Response& res) {
-    bool ready = started_;
-    for (const auto& m : models())
-      for (const auto& host : m.versions) ready = ready && host->ready();
-    if (ready) reply_json(res, json::object());
+    if (ready()) reply_json(res, json::object());
     else reply_error(res, 400, "not ready");
   });
   h.Get("/v2", [](const httplib::Request&, httplib::Response& res) {
@@ -376,12 +440,8 @@ void Server::routes() {
     std::string v = req.matches.size() > 2 ? req.matches[2].str() : "";
     auto host = find(req.matches[1], v, &status, &err);
     if (!host) return reply_error(res, status, err);
-    json versions = json::array();
-    for (const auto& m : models())
-      if (m.name == host->name())
-        for (const auto& x : m.versions) versions.push_back(std::to_string(x->version()));
     reply_json(res, {{"name", host->name()},
-                     {"versions", versions},
+                     {"versions", this->versions(host->name())},
                      {"platform", "onnx"},
                      {"inputs", io_json(host->inputs())},
                      {"outputs", io_json(host->outputs())}});
@@ -442,12 +502,8 @@ void Server::routes() {
     if (!parsed.is_ok()) return reply_error(res, 400, "model '" + host->name() + "': " + parsed.status().message());
     std::vector<std::string> wanted;
     for (const auto& o : parsed->outputs) wanted.push_back(o.name);
-    auto out = host->infer(parsed->inputs, wanted);
-    if (!out.is_ok()) {
-      if (out.status().code() != StatusCode::kResourceExhausted)
-        log("error", "run_failed", host->name(), out.status().message());
-      return reply_error(res, http_status(out.status().code()), out.status().message());
-    }
+    auto out = run(*host, parsed->inputs, wanted);
+    if (!out.is_ok()) return reply_error(res, http_status(out.status().code()), out.status().message());
     auto encoded = encode_infer_response(host->name(), std::to_string(host->version()), *parsed, *out);
     if (!encoded.is_ok()) return reply_error(res, 500, encoded.status().message());
     res.status = 200;
@@ -491,33 +547,11 @@ void Server::routes() {
         only_ready = body["ready"].get<bool>();
       }
     }
-    std::set<std::string> names;
-    if (auto listed = list_models(options_.repository, nullptr); listed.is_ok()) names.insert(listed->begin(), listed->end());
-    std::map<std::string, ModelState> known;
-    for (auto& m : models()) {
-      names.insert(m.name);
-      known[m.name] = m;
-    }
     json index = json::array();
-    for (const auto& n : names) {
-      auto it = known.find(n);
-      if (it == known.end()) {
-        if (!only_ready) index.push_back({{"name", n}, {"state", "UNAVAILABLE"}, {"reason", "not loaded"}});
-        continue;
-      }
-      const ModelState& m = it->second;
-      if (m.versions.empty()) {
-        if (!only_ready) index.push_back({{"name", n}, {"state", m.state}, {"reason", m.reason}});
-        continue;
-      }
-      for (const auto& host : m.versions) {
-        bool ready = m.state == "READY" && host->ready();
-        if (only_ready && !ready) continue;
-        index.push_back({{"name", n},
-                         {"version", std::to_string(host->version())},
-                         {"state", ready ? "READY" : (m.state == "READY" ? "UNAVAILABLE" : m.state)},
-                         {"reason", ready ? "" : (m.reason.empty() ? "an instance is not ready" : m.reason)}});
-      }
+    for (const auto& e : this->index(only_ready)) {
+      json row = {{"name", e.name}, {"state", e.state}, {"reason", e.reason}};
+      if (!e.version.empty()) row["version"] = e.version;
+      index.push_back(row);
     }
     reply_json(res, index);
   });

@@ -1,6 +1,7 @@
 // `bulkhead serve`: models from a repository (serve/repository.h) served over the Open
-// Inference Protocol's REST binding (KServe v2), with its binary tensor data and model
-// repository extensions, and Prometheus metrics.
+// Inference Protocol (KServe v2): its REST binding, with the binary tensor data and model
+// repository extensions, and Prometheus metrics; and, when a gRPC port is given, its gRPC
+// binding (serve/grpc_service.h) on the same models.
 //
 //   GET  /v2/health/live                        200 while the process serves HTTP
 //   GET  /v2/health/ready                       200 once startup loading is over and every
@@ -47,10 +48,13 @@ class Server;
 
 namespace bulkhead::serve {
 
+class GrpcFrontend;
+
 struct ServerOptions {
   std::string repository;
   std::string host = "127.0.0.1";
   int http_port = 8000;          // 0: any free port (see Server::http_port())
+  int grpc_port = -1;            // -1: no gRPC; 0: any free port (see Server::grpc_port())
   int http_threads = 64;         // connections served at once (keep-alive ones hold one)
   uint64_t max_body_bytes = uint64_t{256} << 20;
   uint64_t max_json_bytes = uint64_t{64} << 20;  // of that, the JSON part (parsed into a document)
@@ -77,11 +81,30 @@ class Server {
   // cannot be read or the port cannot be bound.
   Status start();
   int http_port() const { return port_; }
-  // Serves until stop(); returns when the listener has closed and in-flight requests are
+  int grpc_port() const { return grpc_port_; }  // -1 when gRPC is off
+  // Serves until stop(); returns when the listeners have closed and in-flight requests are
   // answered.
   Status serve();
   // Stops accepting; in-flight requests finish. Safe from any thread, more than once.
   void stop();
+
+  // What both protocol bindings answer from; safe from any thread.
+  // The host serving model `m` at version `v` (empty: the highest loaded): kNotFound for an
+  // unknown model or version, or one not loaded; kUnavailable while it is loading.
+  Result<std::shared_ptr<ModelHost>> lookup(const std::string& m, const std::string& v) const;
+  // Startup loading is over and every loaded model version is ready.
+  bool ready() const;
+  // The versions of `name` loaded now, ascending.
+  std::vector<std::string> versions(const std::string& name) const;
+  // The repository index: every model folder and every model known, a row per loaded
+  // version (state READY, UNAVAILABLE, LOADING or UNLOADING, with the reason when not ready).
+  struct IndexEntry {
+    std::string name, version, state, reason;
+  };
+  std::vector<IndexEntry> index(bool only_ready) const;
+  // Runs a checked request on `host`, logging a failed run (not a full queue).
+  Result<NamedTensors> run(ModelHost& host, const NamedTensors& inputs, const std::vector<std::string>& outputs) const;
+  void log(const char* level, const std::string& event, const std::string& model, const std::string& message) const;
 
   // The model repository extension, also used by start().
   Status load_model(const std::string& name);
@@ -97,7 +120,6 @@ class Server {
   std::vector<ModelState> models() const;
 
  private:
-  void log(const char* level, const std::string& event, const std::string& model, const std::string& message) const;
   void routes();
   // The host serving (m, v); v empty = the highest version. Sets an HTTP status and
   // message when there is none.
@@ -112,6 +134,8 @@ class Server {
   Env env_;
   std::unique_ptr<httplib::Server> http_;
   int port_ = -1;
+  std::unique_ptr<GrpcFrontend> grpc_;
+  int grpc_port_ = -1;
   std::atomic<bool> started_{false};
   mutable std::mutex mu_;
   std::map<std::string, ModelState> models_;
