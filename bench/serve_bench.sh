@@ -7,11 +7,12 @@
 # Rows: a tiny model (4 floats through Add: the server's own cost per request, JSON and
 # binary), rec (JSON) and det (binary), in-process and in a worker process, at each
 # concurrency; an Identity model on a 16 MiB tensor (binary) for the bytes per second a
-# request moves. Reported: requests/s and wrk's p50/p99 latency; "overhead" is the p50 at
+# request moves; then the same over gRPC (raw tensor contents) with build/grpc_load. Reported: requests/s and wrk's p50/p99 latency; "overhead" is the p50 at
 # concurrency 1 minus the C++ API's median for the model; "GB/s" counts the request's and
 # the response's tensor bytes over the p50 less the model's own time.
 # Everything listens on and targets 127.0.0.1 only; each wrk run is bounded by --duration.
-# Needs wrk (Debian `wrk`) and Debian's python3 with onnx and numpy (scripts/install-deps.sh).
+# Needs wrk (Debian `wrk`), Debian's python3 with onnx, numpy and grpcio, protoc with
+# grpc_python_plugin (scripts/install-deps.sh) and build/grpc_load.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 duration=5
@@ -78,7 +79,32 @@ write_json("rec_json", [("x", np.load(os.path.join(models, "ppocrv4_rec", "input
 write_binary("det_binary", [("x", np.load(os.path.join(models, "ppocrv4_det", "inputs", "x.npy")))])
 EOF
 
-serve_start "$work/repo" --http-threads 96
+# The same requests as gRPC messages (raw_input_contents), serialized for grpc_load.
+protoc -I src/serve --python_out="$work" --grpc_python_out="$work" \
+  --plugin=protoc-gen-grpc_python="$(command -v grpc_python_plugin)" src/serve/grpc_predict_v2.proto
+/usr/bin/python3 - "$work" "$shared/models" <<'EOF'
+import os, sys
+import numpy as np
+work, models = sys.argv[1], sys.argv[2]
+sys.path.insert(0, work)
+import grpc_predict_v2_pb2 as pb
+def write(name, model, inputs):
+    r = pb.ModelInferRequest(model_name=model)
+    for n, a in inputs:
+        r.inputs.add(name=n, datatype="FP32", shape=list(a.shape))
+        r.raw_input_contents.append(np.ascontiguousarray(a).tobytes())
+    open(os.path.join(work, name + ".grpcreq"), "wb").write(r.SerializeToString())
+write("tiny", "tiny", [("x", np.arange(4, dtype=np.float32))])
+write("ident", "ident", [("x", np.random.RandomState(1).rand(4, 1024, 1024).astype(np.float32))])
+rec = np.load(os.path.join(models, "ppocrv4_rec", "inputs", "x.npy"))
+det = np.load(os.path.join(models, "ppocrv4_det", "inputs", "x.npy"))
+for suffix in ("", "_process"):
+    write("rec" + suffix, "ppocrv4_rec" + suffix, [("x", rec)])
+    write("det" + suffix, "ppocrv4_det" + suffix, [("x", det)])
+EOF
+
+serve_start "$work/repo" --http-threads 96 --grpc-port 0
+grpc_target=$(awk '/gRPC on/ {print $NF}' "$work/serve.out")
 
 # The C++ API's median for each model (the same inputs, 1 thread).
 api_ms() { "$bin" run "$1" "${@:2}" -t 1 -r 50 -q 2>&1 | awk '/latency over/ {print $6}'; }
@@ -112,6 +138,26 @@ run() {  # MODEL BODY [KIND]
     echo | tee -a "$results"
   done
 }
+# run_grpc REQUEST KIND: the same columns, from grpc_load.
+run_grpc() {
+  local req=$1 kind=$2
+  for c in $concurrency; do
+    local line
+    line=$("$grpc_load" --target "$grpc_target" --request "$work/$req.grpcreq" --concurrency "$c" --duration "$duration" | awk '/^RESULT/')
+    read -r _ n secs p50 p99 bad <<<"$line"
+    local base=${api[$kind]:-0} over="" gbs=""
+    if [ "$c" = 1 ]; then
+      over=$(awk -v a="$p50" -v b="$base" 'BEGIN {printf "%.0f", (a - b) * 1000}')
+      if [ "$kind" = ident ]; then
+        gbs=$(awk -v a="$p50" -v b="$base" 'BEGIN {printf "%.2f", 2 * 16777216 / ((a - b) / 1000) / 1e9}')
+      fi
+    fi
+    printf '%-22s %-12s %5s %10.1f %10.3f %10.3f %10s %12s %8s' "$req" "grpc_raw" "$c" "$(awk -v n="$n" -v s="$secs" 'BEGIN {print n / s}')" \
+      "$p50" "$p99" "$base" "$over" "$gbs" | tee -a "$results"
+    [ "$bad" != 0 ] && printf '  (%s errors)' "$bad" | tee -a "$results"
+    echo | tee -a "$results"
+  done
+}
 run tiny tiny_json tiny
 run tiny tiny_binary tiny
 run ident ident_binary ident
@@ -119,4 +165,12 @@ run ppocrv4_rec rec_json rec
 run ppocrv4_rec_process rec_json rec
 run ppocrv4_det det_binary det
 run ppocrv4_det_process det_binary det
+grpc_load=${BULKHEAD_GRPC_LOAD:-$(dirname "$bin")/grpc_load}
+[ -x "$grpc_load" ] || { echo "serve_bench: $grpc_load is not built (cmake --build build --target grpc_load)" >&2; exit 1; }
+run_grpc tiny tiny
+run_grpc ident ident
+run_grpc rec rec
+run_grpc rec_process rec
+run_grpc det det
+run_grpc det_process det
 echo "serve_bench: results in $results"

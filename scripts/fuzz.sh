@@ -8,7 +8,7 @@
 #   -p N        harnesses run at once (default 1)
 #   -b DIR      the build folder (default build-fuzz; scripts/test.sh passes build-asan,
 #               the clang ASan+UBSan build its unit tests ran in)
-#   HARNESS     import, npy, protocol, options, model, image (default: all six)
+#   HARNESS     import, npy, protocol, options, model, image, serve (default: all seven)
 #
 # Corpora grow in DIR/corpus/<harness>/ across runs; a crash, leak, timeout or
 # out-of-memory input is saved in DIR/crashes/<harness>/ and the script exits 1.
@@ -32,9 +32,9 @@ while getopts "t:j:p:b:h" opt; do
 done
 shift $((OPTIND - 1))
 harnesses=("$@")
-[ ${#harnesses[@]} -gt 0 ] || harnesses=(import npy protocol options model image)
+[ ${#harnesses[@]} -gt 0 ] || harnesses=(import npy protocol options model image serve)
 for h in "${harnesses[@]}"; do
-  case $h in import|npy|protocol|options|model|image) ;; *) echo "fuzz: unknown harness '$h' (import, npy, protocol, options, model, image)" >&2; exit 2 ;; esac
+  case $h in import|npy|protocol|options|model|image|serve) ;; *) echo "fuzz: unknown harness '$h' (import, npy, protocol, options, model, image, serve)" >&2; exit 2 ;; esac
 done
 [[ $seconds =~ ^[0-9]+$ ]] && [ "$seconds" -gt 0 ] || { echo "fuzz: -t wants a number of seconds, got '$seconds'" >&2; exit 2; }
 [[ $at_once =~ ^[0-9]+$ ]] && [ "$at_once" -gt 0 ] || { echo "fuzz: -p wants a number of harnesses, got '$at_once'" >&2; exit 2; }
@@ -48,10 +48,10 @@ command -v clang++ >/dev/null || { echo "fuzz: clang++ is missing (scripts/insta
 CC=clang CXX=clang++ cmake -S . -B $build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBULKHEAD_SANITIZE=fuzz >/dev/null
 cmake --build $build -j "$(nproc)" --target fuzzers
 
-# Seed corpora, from ../shared (and, for the protocol, from the harness itself).
+# Seed corpora, from ../shared (and, for the protocol and the server, from the harnesses themselves).
 seeds=$build/seeds
 rm -rf "$seeds"
-mkdir -p "$seeds"/{import,npy,protocol,options,model,image}
+mkdir -p "$seeds"/{import,npy,protocol,options,model,image,serve}
 n=0
 while IFS= read -r -d '' f; do
   [ "$(stat -c %s "$f")" -le 65536 ] || continue
@@ -79,6 +79,7 @@ for o in "devices=cpu;threads=2" "devices=vulkan:0,cpu;submit_policy=auto:8M" "g
   printf '%s' "$o" >"$seeds/options/$i"
 done
 BULKHEAD_FUZZ_SEEDS="$seeds/protocol" $build/fuzz/protocol_fuzz >/dev/null 2>&1 || true
+BULKHEAD_FUZZ_SEEDS="$seeds/serve" $build/fuzz/serve_fuzz >/dev/null 2>&1 || true
 
 # fuzz_one HARNESS: runs it, its log in $build/fuzz-HARNESS.log, exit status in .rc.
 fuzz_one() {
@@ -89,7 +90,7 @@ fuzz_one() {
     import|model) args+=(-max_len=65536) ;;
     npy) args+=(-max_len=1048576) ;;
     image) args+=(-max_len=65536) ;;
-    protocol) args+=(-max_len=16384) ;;
+    protocol|serve) args+=(-max_len=16384) ;;
     options) args+=(-max_len=256) ;;
   esac
   [ "$jobs" -gt 1 ] && args+=(-fork="$jobs" -ignore_crashes=0)

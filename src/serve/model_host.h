@@ -9,6 +9,15 @@
 // instance stays in service (a process-isolated session replaces its worker on its next
 // run, I8).
 //
+// Dynamic batching (config max_batch_size > 1; the model's inputs and outputs must all
+// have a free first dimension, checked at load): a request that gets an instance takes
+// along the waiting requests that match it (the same datatypes, the same dimensions after
+// the first, the same requested outputs), in arrival order, up to max_batch_size rows —
+// waiting up to max_queue_delay_us after its own arrival for more to come — runs them as
+// one batch concatenated along the first dimension, and hands each its own rows of the
+// outputs. A request taken into a batch waits for that run however long it takes (its
+// inputs are being read); a failed batch run fails each of its requests.
+//
 // Ownership: the host owns its sessions; shared_ptr, because a request in flight keeps the
 // host alive while the server unloads it. Thread-safety: every member may be called from
 // any thread at once.
@@ -21,6 +30,7 @@
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -55,6 +65,8 @@ class ModelHost {
   // is; a process-isolated one while its worker is alive (Session::worker_pid()).
   bool ready() const;
 
+  // Upper bounds of the batch histogram's buckets: requests run together (+Inf after).
+  static constexpr std::array<double, 8> kBatchBuckets = {1, 2, 4, 8, 16, 32, 64, 128};
   // Upper bounds of the latency histogram's buckets, in milliseconds (+Inf after).
   static constexpr std::array<double, 12> kLatencyBucketsMs = {1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000};
   struct Stats {
@@ -67,6 +79,9 @@ class ModelHost {
     double latency_sum_ms = 0;  // of answered requests, waiting included
     std::array<uint64_t, kLatencyBucketsMs.size() + 1> latency_buckets{};  // not cumulative
     uint64_t worker_restarts = 0;  // worker processes seen replaced (process isolation)
+    uint64_t runs = 0;             // session runs (a batch is one)
+    uint64_t batched_requests = 0; // requests those runs served
+    std::array<uint64_t, kBatchBuckets.size() + 1> batch_buckets{};  // requests per run, not cumulative
   };
   Stats stats() const;
 
@@ -75,10 +90,23 @@ class ModelHost {
   struct Waiter {
     std::condition_variable cv;
     int instance = -1;  // set by the releasing thread
+    // Dynamic batching: the request, for a request with an instance to take along.
+    const NamedTensors* inputs = nullptr;
+    const std::string* key = nullptr;  // null: runs alone
+    int64_t rows = 0;
+    bool batched = false;  // taken into another request's batch
+    bool done = false;     // and answered: `result`
+    std::optional<Result<NamedTensors>> result;
   };
   void release(int instance);
   void release_locked(int instance);
   void record(double ms, bool ok);
+  void record_run(size_t requests);
+  // Runs `inputs` on `instance`, or (when `batch` is not empty) them and the batch's
+  // requests as one run; answers the batch's requests.
+  Result<NamedTensors> run_batch(int instance, const NamedTensors& inputs, int64_t rows,
+                                 const std::vector<std::string>& outputs, const std::vector<Waiter*>& batch,
+                                 const RunOptions& ro);
 
   std::string name_;
   int64_t version_ = 0;
@@ -87,6 +115,7 @@ class ModelHost {
 
   mutable std::mutex mu_;
   std::condition_variable idle_cv_;  // running_ + waiting_ reached 0 (drain)
+  std::condition_variable batch_cv_; // a request arrived (a batch waiting to fill looks again)
   std::vector<int> free_;            // instances free now
   std::deque<Waiter*> waiters_;      // in arrival order
   std::vector<int> last_pid_;        // each instance's worker pid when last seen

@@ -40,7 +40,7 @@ bool parse_version(const std::string& s, int64_t* v) {
 
 const char* kFields =
     "devices, threads, isolation, instances, queue_depth, request_timeout_ms, worker_timeout_ms, graph_capture, "
-    "submission_policy, optimization_level, precision, versions, check_dims";
+    "submission_policy, optimization_level, precision, versions, check_dims, max_batch_size, max_queue_delay_us";
 
 }  // namespace
 
@@ -155,8 +155,12 @@ Result<ModelConfig> parse_model_config(const std::string& text, const std::strin
         BH_RETURN_IF_ERROR(integer(k + "." + d.key(), d.value(), 1, 1 << 20, &n));
         c.check_dims[d.key()] = n;
       }
-    } else if (k == "max_batch_size" || k == "max_queue_delay_us") {
-      return field_error(k, "dynamic batching is not implemented yet");
+    } else if (k == "max_batch_size") {
+      BH_RETURN_IF_ERROR(integer(k, v, 1, 4096, &n));
+      c.max_batch_size = static_cast<int>(n);
+    } else if (k == "max_queue_delay_us") {
+      BH_RETURN_IF_ERROR(integer(k, v, 0, int64_t{10} * 1000 * 1000, &n));
+      c.max_queue_delay_us = n;
     } else {
       return invalid_argument(where + ": unknown field '" + printable(k) + "' (known: " + kFields + ")");
     }

@@ -23,6 +23,12 @@
 //   "precision":          "fp32" | "bf16"
 //   "versions":           "latest" (default: the highest version only) | "all" | [1, 3]
 //   "check_dims":         {"<symbolic dim>": N} for the inputs `--check-on-load` makes up
+//   "max_batch_size":     dynamic batching (1..4096; default 1 = off): requests waiting for
+//                         an instance are run together, concatenated along the first
+//                         dimension (every input and output must have it free), up to
+//                         this many rows, and the results split back per request
+//   "max_queue_delay_us": how long a request with an instance waits for others to batch
+//                         with (0..10 s; default 0: only those already waiting)
 //
 // `bulkhead serve --check-on-load` runs `bulkhead check`'s quick schedules (front_only,
 // same_process, threads) on each version before it serves it, with the inputs in
@@ -45,6 +51,8 @@ struct ModelConfig {
   SessionOptions session;  // devices, threads, isolation, timeouts, graph capture, policy
   int instances = 1;
   int queue_depth = 64;
+  int max_batch_size = 1;          // > 1: dynamic batching (serve/model_host.h)
+  int64_t max_queue_delay_us = 0;
   int64_t request_timeout_ms = 0;
   enum class Versions { kLatest, kAll, kListed } versions = Versions::kLatest;
   std::vector<int64_t> listed_versions;

@@ -650,6 +650,19 @@ std::string Server::metrics_text() const {
     os << hist << "_sum{" << r.labels << "} " << r.s.latency_sum_ms << "\n";
     os << hist << "_count{" << r.labels << "} " << cum << "\n";
   }
+  const char* batch = "bulkhead_batch_size";
+  os << "# HELP " << batch << " Requests served by one run (dynamic batching; 1 without it).\n# TYPE " << batch
+     << " histogram\n";
+  for (const auto& r : rows) {
+    uint64_t cum = 0;
+    for (size_t b = 0; b < r.s.batch_buckets.size(); ++b) {
+      cum += r.s.batch_buckets[b];
+      std::string le = b < ModelHost::kBatchBuckets.size() ? std::to_string(static_cast<int64_t>(ModelHost::kBatchBuckets[b])) : "+Inf";
+      os << batch << "_bucket{" << r.labels << ",le=\"" << le << "\"} " << cum << "\n";
+    }
+    os << batch << "_sum{" << r.labels << "} " << r.s.batched_requests << "\n";
+    os << batch << "_count{" << r.labels << "} " << r.s.runs << "\n";
+  }
   return os.str();
 }
 

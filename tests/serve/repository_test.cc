@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -28,7 +29,8 @@ std::string config_error(const std::string& text) {
 TEST(ServeConfig, EveryFieldParses) {
   auto c = parse_model_config(R"({"devices": ["cpu"], "threads": 2, "isolation": "process", "instances": 3,
       "queue_depth": 5, "request_timeout_ms": 250, "worker_timeout_ms": 9000, "graph_capture": false,
-      "submission_policy": "split", "optimization_level": 1, "precision": "fp32", "versions": [1, 3]})",
+      "submission_policy": "split", "optimization_level": 1, "precision": "fp32", "versions": [1, 3],
+      "max_batch_size": 8, "max_queue_delay_us": 2000})",
                               "m");
   ASSERT_TRUE(c.is_ok()) << c.status().to_string();
   EXPECT_EQ(c->session.threads, 2);
@@ -42,6 +44,8 @@ TEST(ServeConfig, EveryFieldParses) {
   EXPECT_EQ(c->session.optimization_level, 1);
   EXPECT_EQ(c->versions, ModelConfig::Versions::kListed);
   EXPECT_EQ(c->listed_versions, (std::vector<int64_t>{1, 3}));
+  EXPECT_EQ(c->max_batch_size, 8);
+  EXPECT_EQ(c->max_queue_delay_us, 2000);
   auto d = parse_model_config("{}", "m");
   ASSERT_TRUE(d.is_ok());
   EXPECT_EQ(d->instances, 1);
@@ -69,7 +73,8 @@ TEST(ServeConfig, BadConfigurationsNameTheField) {
   EXPECT_NE(config_error(R"({"versions": "newest"})").find("field 'versions'"), std::string::npos);
   EXPECT_NE(config_error(R"({"versions": [0]})").find("field 'versions'"), std::string::npos);
   EXPECT_NE(config_error(R"({"queue_depth": 18446744073709551615})").find("field 'queue_depth'"), std::string::npos);
-  EXPECT_NE(config_error(R"({"max_batch_size": 8})").find("not implemented"), std::string::npos);
+  EXPECT_NE(config_error(R"({"max_batch_size": 0})").find("field 'max_batch_size'"), std::string::npos);
+  EXPECT_NE(config_error(R"({"max_queue_delay_us": -1})").find("field 'max_queue_delay_us'"), std::string::npos);
   EXPECT_NE(config_error(R"({"check_dims": {"N": 0}})").find("field 'check_dims.N'"), std::string::npos);
   EXPECT_NE(config_error(R"({"check_dims": [1]})").find("field 'check_dims'"), std::string::npos);
   // Every message starts with where it came from.
@@ -220,6 +225,66 @@ TEST(ServeModelHost, QueueBoundTimeLimitAndDrain) {
   auto after = (*host)->infer({{"x", small}}, {});
   ASSERT_FALSE(after.is_ok());
   EXPECT_EQ(after.status().code(), StatusCode::kUnavailable);
+}
+
+
+std::string model_file(const std::string& tag, const std::string& text) {
+  fs::path p = fs::temp_directory_path() / ("bh_" + tag + "_" + std::to_string(::getpid()) + ".onnx");
+  std::ofstream(p, std::ios::binary) << test::model_text_bytes(text);
+  return p.string();
+}
+
+TEST(ServeModelHost, DynamicBatchingAnswersEachRequestWithItsOwnRows) {
+  const std::string sin_model = model_file("batch", R"(<ir_version: 8, opset_import: ["" : 17]>
+g (float[N, M] x) => (float[N, M] y) {
+  y = Sin(x)
+})");
+  Env env;
+  ModelConfig c;
+  c.session.threads = 1;
+  c.max_batch_size = 8;
+  c.max_queue_delay_us = 300000;  // long: every request below arrives within it
+  auto host = ModelHost::load(env, "sin", 1, sin_model, c);
+  ASSERT_TRUE(host.is_ok()) << host.status().to_string();
+  // Ten requests at once: rows 1 or 2, widths 4 or 5 (only equal widths batch together).
+  constexpr int kRequests = 10;
+  std::vector<Tensor> xs;
+  for (int i = 0; i < kRequests; ++i) xs.push_back(test::random_tensor({i % 3 == 0 ? 2 : 1, i % 2 ? 5 : 4}, 10 + i));
+  std::vector<Result<NamedTensors>> got(kRequests, Status(StatusCode::kInternal, "not run"));
+  std::vector<std::thread> ts;
+  for (int i = 0; i < kRequests; ++i) ts.emplace_back([&, i] { got[i] = (*host)->infer({{"x", xs[i]}}, {}); });
+  for (auto& t : ts) t.join();
+  for (int i = 0; i < kRequests; ++i) {
+    ASSERT_TRUE(got[i].is_ok()) << i << ": " << got[i].status().to_string();
+    const Tensor& y = (*got[i])[0].second;
+    ASSERT_EQ(y.shape(), xs[i].shape()) << i;
+    for (int64_t k = 0; k < y.numel(); ++k) EXPECT_FLOAT_EQ(y.data<float>()[k], std::sin(xs[i].data<float>()[k])) << i;
+  }
+  auto st = (*host)->stats();
+  EXPECT_EQ(st.requests, static_cast<uint64_t>(kRequests));
+  EXPECT_EQ(st.batched_requests, static_cast<uint64_t>(kRequests));
+  EXPECT_LT(st.runs, static_cast<uint64_t>(kRequests));  // some ran together
+  EXPECT_GT(st.runs - st.batch_buckets[0], 0u);  // a run of more than one request
+  EXPECT_EQ(st.waiting + st.running, 0);
+
+  // More rows than max_batch_size: the client's error.
+  auto big = (*host)->infer({{"x", test::random_tensor({9, 4}, 3)}}, {});
+  ASSERT_FALSE(big.is_ok());
+  EXPECT_EQ(big.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(big.status().message().find("max_batch_size 8"), std::string::npos) << big.status().message();
+
+  // A model whose first dimension is not free cannot be batched: refused at load.
+  const std::string fixed = model_file("fixed", R"(<ir_version: 8, opset_import: ["" : 17]>
+g (float[2, M] x) => (float[2, M] y) {
+  y = Sin(x)
+})");
+  auto refused = ModelHost::load(env, "fixed", 1, fixed, c);
+  ASSERT_FALSE(refused.is_ok());
+  EXPECT_NE(refused.status().message().find("max_batch_size: input 'x' has no free first dimension"),
+            std::string::npos)
+      << refused.status().message();
+  fs::remove(sin_model);
+  fs::remove(fixed);
 }
 
 }  // namespace

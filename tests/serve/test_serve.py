@@ -551,3 +551,61 @@ def test_check_on_load_refuses_a_model_that_is_not_watertight(tmp_path):
         code, out, err = s.stop()
     assert code == 0
     assert '"event":"check_passed","model":"silero"' in err
+
+
+def test_dynamic_batching_answers_each_request_with_its_own_rows(tmp_path):
+    """rec with max_batch_size: concurrent requests with different inputs run together, and
+    each gets the answer the unbatched model gives for its own input; a model without a free
+    first dimension (Silero's state is [2, N, 128]) is refused at load with the reason."""
+    need_data()
+    for name, src, config in (
+            ("rec", "ppocrv4_rec", {"threads": 1}),
+            ("rec_batched", "ppocrv4_rec", {"threads": 1, "max_batch_size": 8, "max_queue_delay_us": 200000}),
+            ("silero_batched", "silero_vad_v5", {"threads": 1, "max_batch_size": 4})):
+        os.makedirs(tmp_path / name / "1")
+        shutil.copyfile(os.path.join(MODELS, src, "model.onnx"), tmp_path / name / "1" / "model.onnx")
+        (tmp_path / name / "config.json").write_text(json.dumps(config))
+    s = Server(tmp_path)
+    try:
+        index = {e["name"]: e for e in s.post("/v2/repository/index").json()}
+        assert index["rec_batched"]["state"] == "READY"
+        assert index["silero_batched"]["state"] == "UNAVAILABLE"
+        assert "max_batch_size" in index["silero_batched"]["reason"] and "'state'" in index["silero_batched"]["reason"]
+        x = npy("ppocrv4_rec", "inputs", "x")
+        rng = np.random.RandomState(7)
+        xs = [np.clip(x + rng.normal(0, 0.3, x.shape).astype(np.float32), -1, 1) for _ in range(7)]
+        xs.append(np.concatenate([xs[0], xs[1]]))  # a request of two rows
+
+        def infer(model, arr):
+            body, headers = binary_request([("x", arr, "FP32")])
+            r = s.post(f"/v2/models/{model}/infer", data=body, headers=headers)
+            assert r.status_code == 200, r.text[:300]
+            _, arrays = split_binary_response(r)
+            return arrays["softmax_11.tmp_0"]
+
+        alone = [infer("rec", a) for a in xs]
+        got = [None] * len(xs)
+
+        def client(i):
+            got[i] = infer("rec_batched", xs[i])
+        import threading
+        threads = [threading.Thread(target=client, args=(i,)) for i in range(len(xs))]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=120)
+        for i, (a, b) in enumerate(zip(alone, got)):
+            assert b is not None and a.shape == b.shape, i
+            assert np.max(np.abs(a - b)) <= 1e-4, i
+        assert np.max(np.abs(got[7][:1] - got[0])) <= 1e-4  # its first row is request 0's input
+        text = s.get("/metrics").text
+        runs = [l for l in text.splitlines() if l.startswith('bulkhead_batch_size_count{model="rec_batched"')]
+        served = [l for l in text.splitlines() if l.startswith('bulkhead_batch_size_sum{model="rec_batched"')]
+        assert int(served[0].split()[-1]) == len(xs)
+        assert int(runs[0].split()[-1]) < len(xs)  # some ran together
+        # More rows than max_batch_size: the client's error.
+        body, headers = binary_request([("x", np.concatenate([x] * 9), "FP32")])
+        r = s.post("/v2/models/rec_batched/infer", data=body, headers=headers)
+        assert r.status_code == 400 and "max_batch_size 8" in r.json()["error"]
+    finally:
+        s.stop()
