@@ -214,14 +214,16 @@ bool is_executable(const std::string& p) {
   return ::stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(p.c_str(), X_OK) == 0;
 }
 
-// The bulkhead program beside this library: in its build folder, or installed in ../bin.
+// The worker program (bulkhead-worker, else bulkhead) beside this library: in its build
+// folder, or installed in ../bin.
 std::string worker_beside_library() {
   Dl_info info{};
   if (!dladdr(reinterpret_cast<void*>(&bh_get_api), &info) || !info.dli_fname) return {};
   std::error_code ec;
   std::filesystem::path lib = std::filesystem::canonical(info.dli_fname, ec);
   if (ec) return {};
-  for (const auto& candidate : {lib.parent_path() / "bulkhead", lib.parent_path().parent_path() / "bin" / "bulkhead"})
+  for (const auto& candidate : {lib.parent_path() / "bulkhead-worker", lib.parent_path().parent_path() / "bin" / "bulkhead-worker",
+                                 lib.parent_path() / "bulkhead", lib.parent_path().parent_path() / "bin" / "bulkhead"})
     if (is_executable(candidate.string())) return candidate.string();
   return {};
 }

@@ -124,6 +124,10 @@ Result<std::string> resolve_worker_binary(const std::string& configured) {
   std::error_code ec;
   std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
   if (!ec) {
+    // The worker program of the same build first (it starts in half the time), then the
+    // bulkhead program itself.
+    std::string lean = (self.parent_path() / "bulkhead-worker").string();
+    if (executable_file(lean)) return lean;
     if (self.filename() == "bulkhead") return self.string();
     std::string sibling = (self.parent_path() / "bulkhead").string();
     if (executable_file(sibling)) return sibling;

@@ -47,8 +47,9 @@ class Launcher {
 };
 
 // The worker program for SessionOptions::worker_binary `configured`: itself when set;
-// else $BULKHEAD_WORKER; else this program when it is named `bulkhead`; else a
-// `bulkhead` beside this program. The error says how to set it.
+// else $BULKHEAD_WORKER; else a `bulkhead-worker` beside this program (the worker alone,
+// quicker to start); else this program when it is named `bulkhead`; else a `bulkhead`
+// beside this program. The error says how to set it.
 Result<std::string> resolve_worker_binary(const std::string& configured);
 
 // Waits up to `timeout_ms` for `pid` to end and reaps it. True when reaped (or already
