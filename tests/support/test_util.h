@@ -2,6 +2,7 @@
 // models from ONNX text, temporary folders.
 #pragma once
 
+#include <algorithm>
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -134,7 +135,9 @@ inline ProfiledRun run_profiled(const std::string& text, const SessionOptions& o
 }
 
 inline bool bitwise_equal(const Tensor& a, const Tensor& b) {
-  return a.dtype() == b.dtype() && a.shape() == b.shape() && std::memcmp(a.raw(), b.raw(), a.nbytes()) == 0;
+  if (a.dtype() != b.dtype() || a.shape() != b.shape()) return false;
+  if (a.dtype() == DataType::kString) return std::equal(a.strings(), a.strings() + a.numel(), b.strings());
+  return a.nbytes() == 0 || std::memcmp(a.raw(), b.raw(), a.nbytes()) == 0;
 }
 
 }  // namespace bulkhead::test
