@@ -327,6 +327,9 @@ Result<int> GrpcFrontend::start(const std::string& host, int port, int threads, 
   // An IPv6 literal needs brackets in the address.
   const std::string addr = (host.find(':') != std::string::npos ? "[" + host + "]" : host) + ":" + std::to_string(port);
   b.AddListeningPort(addr, grpc::InsecureServerCredentials(), &bound);
+  // Not SO_REUSEPORT (gRPC's default): a port another server holds is an error here, not a
+  // port shared with it.
+  b.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   b.RegisterService(&impl_->service);
   b.SetMaxReceiveMessageSize(static_cast<int>(std::min<uint64_t>(max_message_bytes, INT_MAX)));
   b.SetMaxSendMessageSize(INT_MAX);

@@ -143,6 +143,13 @@ Status Server::start() {
   // Replies go out at once: with Nagle's algorithm a response written in two pieces waited
   // for the client's delayed ACK, 40 ms a request.
   http_->set_tcp_nodelay(true);
+  // SO_REUSEADDR (a restarted server binds at once past TIME_WAIT), not cpp-httplib's
+  // SO_REUSEPORT, with which a second server — or our own gRPC listener — could bind the
+  // same port and silently take half its connections.
+  http_->set_socket_options([](socket_t sock) {
+    int yes = 1;
+    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+  });
   if (options_.http_port == 0) {
     port_ = http_->bind_to_any_port(options_.host);
   } else {

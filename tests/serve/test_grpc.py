@@ -330,3 +330,22 @@ def test_sigterm_finishes_and_exits_zero(repo, pb):
     except grpc.RpcError as e:
         assert e.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED), e
     channel.close()
+
+
+def test_a_port_in_use_is_an_error_not_shared(repo, server):
+    """A second server asking for the first one's gRPC port, or for one port for both
+    bindings, fails with one line naming the port (no SO_REUSEPORT sharing)."""
+    port = server.target.rsplit(":", 1)[1]
+    r = subprocess.run([BIN, "serve", "--model-repository", str(repo), "--http-port", "0", "--grpc-port", port],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode != 0
+    err = [l for l in r.stderr.splitlines() if "error" in l.lower() and "gRPC" in l]
+    assert err and port in err[-1], r.stderr[-500:]
+    # The same port for HTTP and gRPC.
+    import socket
+    with socket.socket() as sk:
+        sk.bind(("127.0.0.1", 0))
+        free = str(sk.getsockname()[1])
+    r = subprocess.run([BIN, "serve", "--model-repository", str(repo), "--http-port", free, "--grpc-port", free],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode != 0 and free in r.stderr, r.stderr[-500:]

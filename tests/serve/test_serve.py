@@ -609,3 +609,13 @@ def test_dynamic_batching_answers_each_request_with_its_own_rows(tmp_path):
         assert r.status_code == 400 and "max_batch_size 8" in r.json()["error"]
     finally:
         s.stop()
+
+
+def test_an_http_port_in_use_is_an_error_not_shared(repo, server):
+    """A second server on the first one's port fails with one line naming it (cpp-httplib's
+    SO_REUSEPORT would have let both listen and split the connections)."""
+    port = server.url.rsplit(":", 1)[1]
+    r = subprocess.run([BIN, "serve", "--model-repository", str(repo), "--http-port", port],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode != 0 and f":{port}" in r.stderr, r.stderr[-500:]
+    assert server.get("/v2/health/live").status_code == 200
