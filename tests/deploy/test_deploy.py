@@ -77,8 +77,10 @@ def test_containerfile_is_well_formed_and_runs_the_same_server():
     cmd = json.loads(next(p[1] for p in ins if p[0] == "CMD"))
     assert entry == ["/usr/local/bin/bulkhead"]
     assert cmd == container(load("servingruntime.yaml"))["args"]
-    expose = [p[1] for p in ins if p[0] == "EXPOSE"]
-    assert expose == [cmd[cmd.index("--http-port") + 1]]
+    exposed = " ".join(p[1] for p in ins if p[0] == "EXPOSE").split()
+    assert cmd[cmd.index("--http-port") + 1] in exposed
+    # Process-isolated models run in bulkhead-worker: the image carries it beside the program.
+    assert any(p[0] == "COPY" and "bulkhead-worker" in p[1] and "/usr/local/bin/" in p[1] for p in ins)
     # Every file the build copies from the repository exists.
     assert os.path.exists(os.path.join(SRC, "scripts", "install-deps.sh"))
 
