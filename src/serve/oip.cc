@@ -681,10 +681,20 @@ Status append_output(EncodedResponse& r, const std::string& name, const Tensor& 
   }
   js += ']';
   if (binary) {
-    const size_t before = r.binary.size();
-    BH_RETURN_IF_ERROR(append_raw(r.binary, name, t));
+    size_t size = 0;
+    if (is_string) {
+      auto bytes = std::make_unique<std::string>();
+      BH_RETURN_IF_ERROR(append_raw(*bytes, name, t));
+      size = bytes->size();
+      r.pieces.emplace_back(*bytes);
+      r.owned.push_back(std::move(bytes));
+    } else if (t.nbytes() > 0) {
+      size = t.nbytes();
+      r.pieces.emplace_back(static_cast<const char*>(t.raw()), size);
+      r.held.push_back(t);  // its bytes stay valid while the response lives
+    }
     js += ",\"parameters\":{\"binary_data_size\":";
-    append_integer(js, r.binary.size() - before);
+    append_integer(js, size);
     js += '}';
   } else {
     js += ",\"data\":";
@@ -817,6 +827,19 @@ Result<EncodedResponse> encode_infer_response(const std::string& model, const st
   }
   js += "]}";
   return r;
+}
+
+size_t EncodedResponse::binary_size() const {
+  size_t n = 0;
+  for (const auto& p : pieces) n += p.size();
+  return n;
+}
+
+std::string EncodedResponse::binary() const {
+  std::string b;
+  b.reserve(binary_size());
+  for (const auto& p : pieces) b.append(p);
+  return b;
 }
 
 std::string error_json(const std::string& message) {

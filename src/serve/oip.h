@@ -18,7 +18,9 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
+#include <string_view>
 #include <string>
 #include <vector>
 
@@ -82,12 +84,20 @@ Status check_requested_output(const std::string& name, const std::vector<IoInfo>
 // the protocol cannot carry or a BYTES element over 4 GiB.
 Status append_raw(std::string& out, const std::string& name, const Tensor& t);
 
-// A response body: `json` first, then `binary` (the outputs sent as binary, in order).
-// When `binary` is not empty the reply carries Inference-Header-Content-Length:
-// json.size() and Content-Type application/octet-stream.
+// A response body: `json` first, then the binary part (the outputs sent as binary, in
+// order). When the binary part is not empty the reply carries
+// Inference-Header-Content-Length: json.size() and Content-Type application/octet-stream.
+// The binary part is kept in pieces, so that a large output goes out without a copy: a
+// numeric output's piece is a view of the tensor's own bytes (the tensor is held in `held`
+// for as long as the response lives); a BYTES output's is its encoding, in `owned`.
 struct EncodedResponse {
   std::string json;
-  std::string binary;
+  std::vector<std::string_view> pieces;
+  std::vector<Tensor> held;
+  std::vector<std::unique_ptr<std::string>> owned;
+
+  size_t binary_size() const;
+  std::string binary() const;  // the binary part in one string (a copy: for tests)
 };
 
 // Encodes the outputs of a run (`outputs` in the order the request asked for them).

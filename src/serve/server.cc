@@ -514,25 +514,31 @@ void Server::routes() {
     auto encoded = encode_infer_response(host->name(), std::to_string(host->version()), *parsed, *out);
     if (!encoded.is_ok()) return reply_error(res, 500, encoded.status().message());
     res.status = 200;
-    const bool binary = !encoded->binary.empty();
+    const size_t binary_size = encoded->binary_size();
+    const bool binary = binary_size > 0;
     if (binary) res.set_header("Inference-Header-Content-Length", std::to_string(encoded->json.size()));
-    // Written to the socket from the encoded parts themselves (set_content would copy the
-    // whole reply, twice for the binary form).
+    // Written to the socket from the encoded JSON and the outputs' own bytes (set_content
+    // would copy the whole reply, twice for the binary form).
     auto reply = std::make_shared<EncodedResponse>(std::move(encoded).value());
-    const size_t total = reply->json.size() + reply->binary.size();
+    const size_t total = reply->json.size() + binary_size;
     res.set_content_provider(total, binary ? "application/octet-stream" : "application/json",
                              [reply](size_t offset, size_t length, httplib::DataSink& sink) {
-                               const std::string& j = reply->json;
-                               const std::string& b = reply->binary;
-                               while (length > 0) {
-                                 const bool in_json = offset < j.size();
-                                 const char* p = in_json ? j.data() + offset : b.data() + (offset - j.size());
-                                 const size_t left = in_json ? j.size() - offset : b.size() - (offset - j.size());
-                                 const size_t n = std::min(length, left);
-                                 if (!sink.write(p, n)) return false;
-                                 offset += n;
-                                 length -= n;
-                               }
+                               // The piece holding `offset`: the JSON, then each binary piece.
+                               size_t start = 0;
+                               auto write_from = [&](std::string_view piece) {
+                                 while (length > 0 && offset < start + piece.size()) {
+                                   const size_t at = offset - start;
+                                   const size_t n = std::min(length, piece.size() - at);
+                                   if (!sink.write(piece.data() + at, n)) return false;
+                                   offset += n;
+                                   length -= n;
+                                 }
+                                 start += piece.size();
+                                 return true;
+                               };
+                               if (!write_from(reply->json)) return false;
+                               for (const auto& piece : reply->pieces)
+                                 if (length == 0 || !write_from(piece)) return length == 0;
                                return true;
                              });
   };
