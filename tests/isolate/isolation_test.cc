@@ -11,6 +11,7 @@
 #include <atomic>
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <thread>
 
 #include "io/npy.h"
@@ -60,6 +61,28 @@ bool gone(pid_t pid) {
   int st;
   bool not_our_child = waitpid(pid, &st, WNOHANG) < 0 && errno == ECHILD;
   return not_our_child && !std::filesystem::exists("/proc/" + std::to_string(pid));
+}
+
+// Waits (up to 5 s) until a killed worker has finished dying: reaped, or a zombie whose
+// every thread has gone. Its descriptors are released only then — /proc/PID/fd empties
+// and the main thread turns zombie earlier, while another thread (a sanitizer's, say)
+// still holds the descriptor table and so the socket the supervisor watches.
+void wait_until_dead(pid_t pid) {
+  const std::string dir = "/proc/" + std::to_string(pid);
+  for (int i = 0; i < 1000; ++i) {
+    std::ifstream stat(dir + "/stat");
+    std::string line;
+    if (!std::getline(stat, line)) return;  // reaped
+    const size_t paren = line.rfind(')');
+    const bool zombie = paren != std::string::npos && paren + 2 < line.size() && line[paren + 2] == 'Z';
+    std::error_code ec;
+    int threads = 0;
+    for (auto it = std::filesystem::directory_iterator(dir + "/task", ec); !ec && it != std::filesystem::directory_iterator();
+         it.increment(ec))
+      ++threads;
+    if (zombie && threads <= 1) return;  // each thread closed what it held before it went
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
 }
 
 void expect_same(const NamedTensors& a, const NamedTensors& b) {
@@ -376,9 +399,7 @@ TEST_F(Isolation, WorkerDeadBetweenRunsIsReplacedWithoutAnError) {
   ASSERT_TRUE(remote.is_ok());
   const int pid = remote->worker_pid();
   ASSERT_EQ(kill(pid, SIGKILL), 0);
-  // Let the kernel finish it so the supervisor sees the closed socket.
-  for (int i = 0; i < 200 && std::filesystem::exists("/proc/" + std::to_string(pid) + "/fd/3"); ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  wait_until_dead(pid);  // so that the supervisor sees the closed socket
   auto r = remote->run({{"x", random_tensor({1, 4}, 1)}, {"z", random_tensor({1, 4}, 2)}});
   ASSERT_TRUE(r.is_ok()) << r.status().to_string();
   EXPECT_NE(remote->worker_pid(), pid);
@@ -398,8 +419,7 @@ TEST_F(Isolation, ReplacementWorkerMustFindTheSameModel) {
 g (float[1,4] x) => (float[1,4] y) { y = Neg(x) })"));
   int pid = s->worker_pid();
   ASSERT_EQ(kill(pid, SIGKILL), 0);
-  for (int i = 0; i < 200 && std::filesystem::exists("/proc/" + std::to_string(pid) + "/fd/3"); ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  wait_until_dead(pid);
   auto r = s->run(in);
   ASSERT_FALSE(r.is_ok());
   EXPECT_NE(r.status().message().find("differ from the session's"), std::string::npos) << r.status().message();
@@ -470,8 +490,7 @@ TEST_F(Isolation, WorkerStartedFromAThreadThatEndsKeepsServing) {
   ASSERT_TRUE(s.is_ok()) << s.status().to_string();
   int pid = s->worker_pid();
   ASSERT_EQ(kill(pid, SIGKILL), 0);
-  for (int i = 0; i < 200 && std::filesystem::exists("/proc/" + std::to_string(pid) + "/fd/3"); ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  wait_until_dead(pid);
   std::thread([&] { (void)s->run({{"x", random_tensor({1, 4}, 1)}, {"z", random_tensor({1, 4}, 2)}}); }).join();
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
   int replacement = s->worker_pid();
