@@ -343,6 +343,7 @@ void ModelHost::drain() {
   std::unique_lock lock(mu_);
   draining_ = true;
   for (Waiter* w : waiters_) w->cv.notify_one();
+  batch_cv_.notify_all();  // a batch waiting to fill runs now with what it has
   idle_cv_.wait(lock, [&] { return stats_.waiting == 0 && stats_.running == 0 && checking_ == 0; });
 }
 
