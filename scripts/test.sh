@@ -20,7 +20,8 @@ if [ ! -d "$shared/models" ]; then
   exit 1
 fi
 
-step() { printf '\n=== %s\n' "$*"; }
+# Each stage's start, with the time since this script began (CI's budget is watched here).
+step() { printf '\n=== %s (at %d s)\n' "$*" "$SECONDS"; }
 
 step "release build"
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBULKHEAD_SHARED_DIR="$shared" >/dev/null
