@@ -273,6 +273,20 @@ g (float[N, M] x) => (float[N, M] y) {
   EXPECT_EQ(big.status().code(), StatusCode::kInvalidArgument);
   EXPECT_NE(big.status().message().find("max_batch_size 8"), std::string::npos) << big.status().message();
 
+  // Unloading does not wait out a batch's delay: the batch runs at once with what it has.
+  ModelConfig slow = c;
+  slow.max_queue_delay_us = 10 * 1000 * 1000;
+  auto waiting = ModelHost::load(env, "sin", 1, sin_model, slow);
+  ASSERT_TRUE(waiting.is_ok());
+  const auto t0 = std::chrono::steady_clock::now();
+  Result<NamedTensors> lone = Status(StatusCode::kInternal, "not run");
+  std::thread alone([&] { lone = (*waiting)->infer({{"x", xs[0]}}, {}); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  (*waiting)->drain();
+  alone.join();
+  EXPECT_TRUE(lone.is_ok()) << lone.status().to_string();
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5));  // not the 10 s delay
+
   // A model whose first dimension is not free cannot be batched: refused at load.
   const std::string fixed = model_file("fixed", R"(<ir_version: 8, opset_import: ["" : 17]>
 g (float[2, M] x) => (float[2, M] y) {
