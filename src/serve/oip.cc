@@ -718,9 +718,9 @@ DataType from_oip_datatype(const std::string& name) {
   return DataType::kUndefined;
 }
 
-Result<InferRequest> parse_infer_request(const std::string& body, std::optional<uint64_t> header_length,
+Result<InferRequest> parse_infer_request(std::string_view body, std::optional<uint64_t> header_length,
                                          const std::vector<IoInfo>& inputs, const std::vector<IoInfo>& outputs,
-                                         const RequestLimits& limits) {
+                                         const RequestLimits& limits, const std::shared_ptr<Buffer>& owner) {
   size_t json_size = body.size();
   if (header_length) {
     if (*header_length > body.size())
@@ -788,8 +788,15 @@ Result<InferRequest> parse_infer_request(const std::string& body, std::optional<
       BH_ASSIGN_OR_RETURN(tensors[p.model_index], tensor_from_json(*p.data, p.name, p.dtype, p.shape));
     } else {
       const size_t size = static_cast<size_t>(p.binary_size);
-      BH_ASSIGN_OR_RETURN(tensors[p.model_index],
-                          tensor_from_binary(binary + at, size, p.name, p.dtype, p.shape, p.numel));
+      const unsigned char* bytes = binary + at;
+      const auto* base = owner ? static_cast<const unsigned char*>(owner->data()) : nullptr;
+      if (base && p.dtype != DataType::kString && p.dtype != DataType::kBool &&
+          reinterpret_cast<uintptr_t>(bytes) % 64 == 0 && bytes >= base && bytes + size <= base + owner->size()) {
+        // plan_input checked that size is numel times the element size.
+        tensors[p.model_index] = Tensor(p.dtype, p.shape, owner, static_cast<size_t>(bytes - base));
+      } else {
+        BH_ASSIGN_OR_RETURN(tensors[p.model_index], tensor_from_binary(bytes, size, p.name, p.dtype, p.shape, p.numel));
+      }
       at += size;
     }
   }

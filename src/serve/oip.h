@@ -53,9 +53,14 @@ struct RequestLimits {
 // Parses and checks an inference request for a model with these inputs and outputs.
 // `body` is the whole HTTP body; `header_length` is the Inference-Header-Content-Length
 // header's value when present (the JSON part's length), else nullopt (all JSON).
-Result<InferRequest> parse_infer_request(const std::string& body, std::optional<uint64_t> header_length,
+// `owner`, when given, is a host buffer holding `body`'s bytes and left unchanged from now
+// on: a numeric input sent with the binary extension whose bytes lie 64-byte aligned in it
+// is then a view of it (the tensor shares `owner`) instead of a copy. Without it, or for an
+// input that is not aligned, BOOL or BYTES, the input is copied.
+Result<InferRequest> parse_infer_request(std::string_view body, std::optional<uint64_t> header_length,
                                          const std::vector<IoInfo>& inputs, const std::vector<IoInfo>& outputs,
-                                         const RequestLimits& limits = {});
+                                         const RequestLimits& limits = {},
+                                         const std::shared_ptr<Buffer>& owner = nullptr);
 
 // The pieces both bindings (REST here, gRPC in serve/grpc_service.h) check requests with.
 

@@ -40,6 +40,7 @@
 #include <vector>
 
 #include "bulkhead/bulkhead.hpp"
+#include "memory/caching_allocator.h"
 #include "serve/model_host.h"
 
 namespace httplib {
@@ -133,6 +134,11 @@ class Server {
   ServerOptions options_;
   Env env_;
   std::unique_ptr<httplib::Server> http_;
+  // REST request bodies of known length (their binary inputs are views of them): freed
+  // blocks of up to kBodyCacheBytes are kept for the next request of the same size class.
+  static constexpr size_t kBodyCacheBytes = size_t{64} << 20;
+  std::shared_ptr<CachingHostAllocator> body_cache_ =
+      std::make_shared<CachingHostAllocator>("request bodies", kBodyCacheBytes);
   int port_ = -1;
   std::unique_ptr<GrpcFrontend> grpc_;
   int grpc_port_ = -1;

@@ -528,6 +528,60 @@ TEST(Oip, BinaryAndJsonInputsMixed) {
   EXPECT_EQ(r->inputs[3].second.data<uint8_t>()[2], 3);
 }
 
+// With the body in a host buffer (as the server reads it), a numeric binary input whose
+// bytes lie 64-byte aligned in it is a view of the buffer; one that is not aligned, BOOL
+// (checked byte by byte) and BYTES are copies. Either way the values are the request's.
+TEST(Oip, AlignedBinaryInputsAreViewsOfTheBody) {
+  std::vector<IoInfo> in = {io("a", DataType::kFloat32, {16}), io("b", DataType::kFloat32, {3}),
+                            io("c", DataType::kBool, {2}), io("d", DataType::kInt32, {1})};
+  std::string head = request({binary_input_json("a", "FP32", {16}, 64), binary_input_json("b", "FP32", {3}, 12),
+                              binary_input_json("c", "BOOL", {2}, 2), binary_input_json("d", "INT32", {1}, 4)});
+  std::string bin;
+  for (int i = 0; i < 16; ++i) {
+    const float v = 0.5f * static_cast<float>(i);
+    bin.append(reinterpret_cast<const char*>(&v), 4);
+  }
+  const float b[3] = {-1.f, 2.f, 3.25f};
+  bin.append(reinterpret_cast<const char*>(b), 12);
+  bin += std::string("\x01\x00", 2);
+  const int32_t d = -7;
+  bin.append(reinterpret_cast<const char*>(&d), 4);
+  const std::string body = head + bin;
+  // The body placed so that its binary part starts 64-byte aligned.
+  const size_t pad = (64 - head.size() % 64) % 64;
+  auto allocated = HostAllocator::create("body")->allocate(pad + body.size(), 64);
+  ASSERT_TRUE(allocated.is_ok());
+  std::shared_ptr<Buffer> owner = std::move(allocated).value();
+  char* base = static_cast<char*>(owner->data());
+  std::memcpy(base + pad, body.data(), body.size());
+  auto r = parse_infer_request(std::string_view(base + pad, body.size()), head.size(), in, {}, {}, owner);
+  ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+  const Tensor& ta = r->inputs[0].second;
+  EXPECT_EQ(ta.buffer(), owner);  // a view
+  EXPECT_EQ(ta.raw(), base + pad + head.size());
+  EXPECT_EQ(ta.data<float>()[15], 7.5f);
+  const Tensor& tb = r->inputs[1].second;  // right after a's 64 bytes: aligned too
+  EXPECT_EQ(tb.buffer(), owner);
+  EXPECT_EQ(tb.data<float>()[2], 3.25f);
+  EXPECT_NE(r->inputs[2].second.buffer(), owner);  // BOOL: copied
+  EXPECT_EQ(r->inputs[2].second.data<uint8_t>()[0], 1);
+  const Tensor& td = r->inputs[3].second;  // at 78 bytes into the binary part: copied
+  EXPECT_NE(td.buffer(), owner);
+  EXPECT_EQ(td.data<int32_t>()[0], -7);
+  // The views keep the body alive after the caller lets go of it.
+  std::weak_ptr<Buffer> weak = owner;
+  owner.reset();
+  EXPECT_FALSE(weak.expired());
+  InferRequest moved = std::move(r).value();
+  EXPECT_EQ(moved.inputs[0].second.data<float>()[1], 0.5f);
+  moved.inputs.clear();
+  EXPECT_TRUE(weak.expired());
+  // Without an owner every input is a copy.
+  auto copied = parse_infer_request(body, head.size(), in, {});
+  ASSERT_TRUE(copied.is_ok());
+  EXPECT_EQ(copied->inputs[0].second.data<float>()[15], 7.5f);
+}
+
 TEST(Oip, BinarySizesMustAddUpToTheBinaryPart) {
   std::vector<IoInfo> in = {io("x", DataType::kFloat32, {2})};
   std::string head = request({binary_input_json("x", "FP32", {2}, 8)});
