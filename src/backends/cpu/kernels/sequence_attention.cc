@@ -61,8 +61,12 @@ Status store_output(KernelContext& ctx, int i, DataType dt, const Tensor& comput
 
 std::string dims(std::initializer_list<int64_t> d) {
   std::string s = "[";
-  for (int64_t v : d) s += (s.size() > 1 ? "," : "") + std::to_string(v);
-  return s + "]";
+  for (int64_t v : d) {
+    if (s.size() > 1) s += ',';
+    s += std::to_string(v);
+  }
+  s += ']';
+  return s;
 }
 
 // =====================================================================================

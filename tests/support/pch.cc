@@ -1,0 +1,1 @@
+// An empty file: the target that builds the tests' precompiled header (tests/CMakeLists.txt).
