@@ -108,6 +108,10 @@ class KernelTable {
   const KernelFactory* find(const std::string& domain, const std::string& op_type, int opset) const;
   bool has_op(const std::string& domain, const std::string& op_type) const;
   std::vector<std::string> op_names() const;
+  // Replaces every registered factory `f` (each domain, op type and version) by
+  // wrap(op_type, f): for a backend to put the same policy around many kernels. Call while
+  // building the table, before it is shared.
+  void wrap_all(const std::function<KernelFactory(const std::string& op_type, KernelFactory)>& wrap);
 
  private:
   // key: domain + "::" + op_type ; value: since_version -> factory

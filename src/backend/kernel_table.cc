@@ -6,6 +6,13 @@ void KernelTable::add(const std::string& op_type, int since_version, KernelFacto
   table_[domain + "::" + op_type][since_version] = std::move(factory);
 }
 
+void KernelTable::wrap_all(const std::function<KernelFactory(const std::string& op_type, KernelFactory)>& wrap) {
+  for (auto& [key, versions] : table_) {
+    const std::string op_type = key.substr(key.find("::") + 2);
+    for (auto& [since, factory] : versions) factory = wrap(op_type, std::move(factory));
+  }
+}
+
 const KernelFactory* KernelTable::find(const std::string& domain, const std::string& op_type, int opset) const {
   auto it = table_.find(domain + "::" + op_type);
   if (it == table_.end()) return nullptr;

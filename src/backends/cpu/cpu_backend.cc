@@ -86,6 +86,7 @@ class CpuBackend final : public Backend {
     cpu::register_sequence_attention_kernels(*t);
     cpu::register_roi_training_kernels(*t);
     cpu::register_string_kernels(*t);
+    t->wrap_all(cpu::serial_when_small);
     kernels_ = std::move(t);
   }
   std::string name() const override { return "cpu"; }

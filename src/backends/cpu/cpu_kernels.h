@@ -22,6 +22,17 @@ void register_sequence_attention_kernels(KernelTable& t);  // LinearAttention, C
 void register_roi_training_kernels(KernelTable& t);   // RoiAlign; ai.onnx.preview.training Adagrad, Adam, Momentum
 void register_string_kernels(KernelTable& t);
 
+// Work too small to share between threads runs on one (kernels/serial_small.cc).
+// serial_when_small puts the policy around the kernel `factory` makes for `op_type`: a
+// call of a memory-bound operator (element-wise, data movement, pooling, normalisation,
+// layout conversion) whose inputs total less than kSerialInputBytes runs on one thread.
+// A convolution asks serial_for_macs. BULKHEAD_CPU_SERIAL_BYTES=N sets the byte bound
+// (0: the policy is off, both parts), to compare.
+inline constexpr int64_t kSerialInputBytes = int64_t{1} << 20;
+inline constexpr int64_t kSerialConvMacs = int64_t{2} << 20;
+KernelFactory serial_when_small(const std::string& op_type, KernelFactory factory);
+bool serial_for_macs(int64_t macs);
+
 // The hardware that makes bfloat16 convolutions and products fast on this CPU ("AMX",
 // "AVX512-BF16"), or "" (DeviceInfo::bf16_units). kernels/precision.cc.
 std::string bf16_units();         // StringNormalizer

@@ -46,6 +46,24 @@ void parallel_for(int threads, int64_t n, int64_t grain, Fn&& fn) {
   }
 }
 
+// Runs the scope on one OpenMP thread when `on` (oneDNN and parallel_for read the
+// calling thread's count), then puts the count back. For work too small to be worth a
+// fork and a join, and the cross-core traffic of handing half a tensor to another core.
+class SerialScope {
+ public:
+  explicit SerialScope(bool on) : saved_(on ? omp_get_max_threads() : 1) {
+    if (saved_ > 1) omp_set_num_threads(1);
+  }
+  ~SerialScope() {
+    if (saved_ > 1) omp_set_num_threads(saved_);
+  }
+  SerialScope(const SerialScope&) = delete;
+  SerialScope& operator=(const SerialScope&) = delete;
+
+ private:
+  int saved_;
+};
+
 // Normalises a possibly negative axis against `rank`; error names the node.
 inline Result<int> normalize_axis(int64_t axis, int rank, const std::string& where) {
   if (axis < -rank || axis >= std::max(rank, 1)) {

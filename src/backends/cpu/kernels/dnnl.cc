@@ -442,15 +442,7 @@ Status conv1x1_sgemm(const std::string& where, const float* x, const float* w, c
   // oneDNN threads each sgemm on its own: for the small products of a grouped 1x1 that
   // costs more than it gains (ShuffleNet's 24 -> 112 in 4 groups at 56x56, 2.1 M
   // multiply-adds: 0.05 ms on one thread, 0.15 ms on two). Such products run on one.
-  struct OneThread {
-    int saved = 0;
-    explicit OneThread(bool on) : saved(on ? omp_get_max_threads() : 0) {
-      if (saved) omp_set_num_threads(1);
-    }
-    ~OneThread() {
-      if (saved) omp_set_num_threads(saved);
-    }
-  } one_thread(G > 1 && Mg * Cg * S < (int64_t{8} << 20));
+  SerialScope one_thread(G > 1 && Mg * Cg * S < (int64_t{8} << 20));
   // Column block: Mg rows of it should stay within L2.
   int64_t blk = S;
   if (!ops.empty()) {
@@ -1002,6 +994,11 @@ Status ConvKernel::compute(KernelContext& ctx) const {
   BH_RETURN_IF_ERROR(resolve_geometry(a_, transpose_, xs, w->shape(), where, &g));
   Shape yshape{N, M};
   yshape.insert(yshape.end(), g.out.begin(), g.out.end());
+  // Too few multiply-adds to share between threads: one (kernels/serial_small.cc).
+  // (In double: a hostile shape's product may not fit in int64.)
+  double macs = static_cast<double>(N) * static_cast<double>(M) * static_cast<double>(C / G);
+  for (size_t i = 0; i < g.out.size(); ++i) macs *= static_cast<double>(g.out[i]) * static_cast<double>(g.k[i]);
+  SerialScope serial(macs < static_cast<double>(kSerialConvMacs) && serial_for_macs(static_cast<int64_t>(macs)));
   const Tensor* sum = nullptr;
   if (has_sum_) {
     sum = ctx.input(3);
