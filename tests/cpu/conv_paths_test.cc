@@ -74,44 +74,64 @@ TEST(ConvTranspose, KernelEqualToStrideIsTheDefinition) {
 // columns and more on AVX-512, 16 elsewhere) on bulkhead's row-wise NCHW loops. Both
 // against the definition: strides 1 and 2, padding, a bias, widths on each side.
 TEST(Depthwise, NarrowAndWidePlanesAreTheDefinition) {
+  // Paths (kernels/dnnl.cc): 3x3 stride 1 pad 1 from 12 columns on the flat NCHW kernel
+  // (down to its smallest plane, 3x12); narrower planes on oneDNN; 3x3 and 5x5 at stride
+  // 1 or 2 on wide planes (and other pads) on the phase kernel; a fused Relu at level 2.
   struct Geo {
-    int64_t C, H, W, stride;
+    int64_t N, C, H, W, K, stride;
+    int64_t pt, pl, pb, pr;  // pads: top, left, bottom, right
+    bool relu;
   };
-  for (const Geo& c : {Geo{5, 7, 30, 1}, Geo{3, 5, 140, 1}, Geo{4, 6, 261, 2}, Geo{17, 3, 16, 2}}) {
-    const int64_t OH = (c.H + 2 - 3) / c.stride + 1, OW = (c.W + 2 - 3) / c.stride + 1;
-    Tensor x = random_tensor({1, c.C, c.H, c.W}, 21);
-    Tensor w = random_tensor({c.C, 1, 3, 3}, 22);
+  for (const Geo& c : {Geo{1, 5, 7, 30, 3, 1, 1, 1, 1, 1, false}, Geo{1, 3, 5, 140, 3, 1, 1, 1, 1, 1, true},
+                       Geo{1, 4, 6, 261, 3, 2, 1, 1, 1, 1, false}, Geo{1, 17, 3, 16, 3, 2, 1, 1, 1, 1, true},
+                       Geo{1, 3, 3, 12, 3, 1, 1, 1, 1, 1, true}, Geo{2, 6, 28, 28, 3, 1, 1, 1, 1, 1, true},
+                       Geo{1, 2, 4, 13, 3, 1, 1, 1, 1, 1, false}, Geo{1, 4, 9, 8, 3, 1, 1, 1, 1, 1, true},
+                       Geo{1, 3, 6, 140, 3, 1, 0, 0, 0, 0, false}, Geo{2, 3, 7, 150, 5, 1, 2, 2, 2, 2, true},
+                       Geo{1, 5, 6, 300, 5, 2, 2, 1, 0, 2, false}, Geo{1, 2, 5, 133, 5, 2, 2, 2, 2, 2, true}}) {
+    const int64_t K = c.K;
+    const int64_t OH = (c.H + c.pt + c.pb - K) / c.stride + 1, OW = (c.W + c.pl + c.pr - K) / c.stride + 1;
+    Tensor x = random_tensor({c.N, c.C, c.H, c.W}, 21);
+    Tensor w = random_tensor({c.C, 1, K, K}, 22);
     Tensor b = random_tensor({c.C}, 23);
     std::ostringstream m;
     m << "<ir_version: 8, opset_import: [\"\" : 17]>\n"
-      << "g (float[1," << c.C << "," << c.H << "," << c.W << "] x) => (float[1," << c.C << "," << OH << "," << OW
-      << "] y)\n<float[" << c.C << ",1,3,3] w = {" << list(w) << "}, float[" << c.C << "] b = {" << list(b) << "}>\n"
-      << "{ y = Conv <group = " << c.C << ", pads = [1,1,1,1], strides = [" << c.stride << "," << c.stride << "]> (x, w, b) }";
-    for (int level : {1, 2}) {
-      Env env;
-      SessionOptions o;
-      o.threads = 1;
-      o.optimization_level = level;
-      auto s = env.load_bytes(model_text_bytes(m.str()), "dw.onnx", o);
-      ASSERT_TRUE(s.is_ok()) << s.status().to_string();
-      auto r = s->run({{"x", x}});
-      ASSERT_TRUE(r.is_ok()) << r.status().to_string();
-      const Tensor& y = (*r)[0].second;
-      double worst = 0;
-      for (int64_t ch = 0; ch < c.C; ++ch)
-        for (int64_t oh = 0; oh < OH; ++oh)
-          for (int64_t ow = 0; ow < OW; ++ow) {
-            double want = b.data<float>()[ch];
-            for (int64_t kh = 0; kh < 3; ++kh)
-              for (int64_t kw = 0; kw < 3; ++kw) {
-                const int64_t ih = oh * c.stride - 1 + kh, iw = ow * c.stride - 1 + kw;
-                if (ih < 0 || ih >= c.H || iw < 0 || iw >= c.W) continue;
-                want += double(x.data<float>()[(ch * c.H + ih) * c.W + iw]) * w.data<float>()[ch * 9 + kh * 3 + kw];
+      << "g (float[" << c.N << "," << c.C << "," << c.H << "," << c.W << "] x) => (float[" << c.N << "," << c.C << ","
+      << OH << "," << OW << "] y)\n<float[" << c.C << ",1," << K << "," << K << "] w = {" << list(w) << "}, float["
+      << c.C << "] b = {" << list(b) << "}>\n"
+      << "{ " << (c.relu ? "t" : "y") << " = Conv <group = " << c.C << ", pads = [" << c.pt << "," << c.pl << ","
+      << c.pb << "," << c.pr << "], strides = [" << c.stride << "," << c.stride << "]> (x, w, b)"
+      << (c.relu ? "\n  y = Relu(t)" : "") << " }";
+    for (int level : {1, 2})
+      for (int threads : {1, 2}) {
+        Env env;
+        SessionOptions o;
+        o.threads = threads;
+        o.optimization_level = level;
+        auto s = env.load_bytes(model_text_bytes(m.str()), "dw.onnx", o);
+        ASSERT_TRUE(s.is_ok()) << s.status().to_string();
+        auto r = s->run({{"x", x}});
+        ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+        const Tensor& y = (*r)[0].second;
+        ASSERT_EQ(y.shape(), (Shape{c.N, c.C, OH, OW}));
+        double worst = 0;
+        for (int64_t n = 0; n < c.N; ++n)
+          for (int64_t ch = 0; ch < c.C; ++ch)
+            for (int64_t oh = 0; oh < OH; ++oh)
+              for (int64_t ow = 0; ow < OW; ++ow) {
+                double want = b.data<float>()[ch];
+                for (int64_t kh = 0; kh < K; ++kh)
+                  for (int64_t kw = 0; kw < K; ++kw) {
+                    const int64_t ih = oh * c.stride - c.pt + kh, iw = ow * c.stride - c.pl + kw;
+                    if (ih < 0 || ih >= c.H || iw < 0 || iw >= c.W) continue;
+                    want += double(x.data<float>()[((n * c.C + ch) * c.H + ih) * c.W + iw]) *
+                            w.data<float>()[(ch * K + kh) * K + kw];
+                  }
+                if (c.relu) want = std::max(want, 0.0);
+                worst = std::max(worst, std::fabs(want - y.data<float>()[((n * c.C + ch) * OH + oh) * OW + ow]));
               }
-            worst = std::max(worst, std::fabs(want - y.data<float>()[(ch * OH + oh) * OW + ow]));
-          }
-      EXPECT_LE(worst, 1e-4) << "C " << c.C << " W " << c.W << " stride " << c.stride << " level " << level;
-    }
+        EXPECT_LE(worst, 1e-4) << "N " << c.N << " C " << c.C << " H " << c.H << " W " << c.W << " K " << K
+                               << " stride " << c.stride << " level " << level << " threads " << threads;
+      }
   }
 }
 

@@ -109,6 +109,29 @@ TEST(Layout, ConvChainWithUnalignedChannelsPoolingAndResidual) {
   EXPECT_EQ(o.ops["ToBlocked16"], 0);
 }
 
+TEST(Layout, PartialBlockConversionsBothWays) {
+  // 24 channels (a block and a half) over 9x13 pixels (not a multiple of 8), two images:
+  // the residual summand z is converted to nChw16c for the fused sum (ToBlocked16) and
+  // the blocked r0 back for the Transpose (FromBlocked16), both on the partial-block
+  // path (kernels/dnnl_layout.cc), whose padded channels must come out as zeros.
+  std::string text = "<ir_version: 8, opset_import: [\"\" : 17]>\n"
+                     "g (float[2,3,9,13] x, float[2,24,9,13] z) => (float[2,9,13,24] t, float[2,24,9,13] y)\n<" +
+                     conv_weights("w0", 24, 3, 3, 30) + ", " + conv_weights("w1", 24, 24, 3, 31) + ", " +
+                     conv_weights("w2", 24, 24, 3, 32) +
+                     ">\n{\n"
+                     "  c0 = Conv <pads = [1, 1, 1, 1]> (x, w0, w0_b)\n"
+                     "  r0 = Relu(c0)\n"
+                     "  t = Transpose <perm = [0, 2, 3, 1]> (r0)\n"
+                     "  c1 = Conv <pads = [1, 1, 1, 1]> (r0, w1, w1_b)\n"
+                     "  s = Add(c1, z)\n"
+                     "  r = Relu(s)\n"
+                     "  y = Conv <pads = [1, 1, 1, 1]> (r, w2, w2_b)\n"
+                     "}";
+  Outcome o = check_same(text, {{"x", random_tensor({2, 3, 9, 13}, 33)}, {"z", random_tensor({2, 24, 9, 13}, 34)}});
+  EXPECT_EQ(o.ops["FromBlocked16"], 1);
+  EXPECT_EQ(o.ops["ToBlocked16"], 1);
+}
+
 TEST(Layout, ConcatSqueezeExciteAndPlainReaders) {
   // A channel Concat of 16 + 32 blocked channels, a squeeze-excite gate broadcast over
   // the spatial dims, a scalar Mul, AveragePool, a Conv writing a plain graph output,
