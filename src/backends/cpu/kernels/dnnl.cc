@@ -2070,7 +2070,7 @@ Result<std::unique_ptr<Kernel>> make_int_conv(const KernelInfo& info, bool qline
     const Tensor* wz = given(wzi) ? constant(wzi) : nullptr;
     if (w->rank() >= 1 && w->dim(0) > 0 && (!given(wzi) || wz) && (!wz || wz->numel() <= 1 || wz->numel() == w->dim(0))) {
       const int64_t per_m = w->numel() / w->dim(0);
-      shift_to_int8(*w, wz, [per_m](int64_t i) { return i / per_m; }, &w_s8, &w_max);
+      shift_to_int8(*w, wz, per_m, &w_s8, &w_max);
     }
   }
   // QLinearConv with constant scales and y zero point: the requantisation fused.

@@ -13,10 +13,12 @@ namespace bulkhead::cpu {
 // BULKHEAD_CPU_INT8=0 keeps the reference for every node (to compare results).
 Result<std::unique_ptr<Kernel>> make_int8_matmul(const KernelInfo& info, bool qlinear, LambdaKernel::Fn reference);
 
-// Constant 8-bit weights less their zero point (`zp`: null, one value, or one per channel,
-// element i's at zp_index(i)), in int8 — oneDNN's weight type — when every value fits:
-// then `*out` holds them and `*most` the largest magnitude. Nothing is set otherwise.
-void shift_to_int8(const Tensor& w, const Tensor* zp, const std::function<int64_t(int64_t)>& zp_index, Tensor* out, int* most);
+// Constant 8-bit weights less their zero point (`zp`: null, one value, or one per channel:
+// element i's is zp[(i / run) % zp.numel()] — run = elements per output channel for a
+// Conv's [M, ...] weights, 1 for a MatMul's [K, N]), in int8 — oneDNN's weight type — when
+// every value fits: then `*out` holds them and `*most` the largest magnitude. Nothing is
+// set otherwise.
+void shift_to_int8(const Tensor& w, const Tensor* zp, int64_t run, Tensor* out, int* most);
 
 // The fp32 path of the int8 Conv and MatMul kernels, where oneDNN's int8 sums are not exact
 // (int8_sums_exact, dnnl_common.h): the same integers as float32, whose sums are exact

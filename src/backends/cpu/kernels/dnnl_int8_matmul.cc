@@ -219,20 +219,53 @@ Status Int8MatMulKernel::compute(KernelContext& ctx) const {
 
 }  // namespace
 
-void shift_to_int8(const Tensor& w, const Tensor* zp, const std::function<int64_t(int64_t)>& zp_index, Tensor* out, int* most) {
+void shift_to_int8(const Tensor& w, const Tensor* zp, int64_t run, Tensor* out, int* most) {
   const bool eight = w.dtype() == DataType::kInt8 || w.dtype() == DataType::kUInt8;
-  if (!eight || !w.on_host() || (zp && zp->numel() && (zp->dtype() != w.dtype() || !zp->on_host()))) return;
+  if (!eight || !w.on_host() || run < 1 || (zp && zp->numel() && (zp->dtype() != w.dtype() || !zp->on_host()))) return;
+  const int64_t n = w.numel(), nz = zp ? zp->numel() : 0;
   Tensor t = Tensor::host(DataType::kInt8, w.shape());
-  int64_t m = 0;
-  for (int64_t i = 0; i < w.numel(); ++i) {
-    const int64_t z = zp && zp->numel() ? int_at(*zp, zp->numel() == 1 ? 0 : zp_index(i)) : 0;
-    const int64_t v = int_at(w, i) - z;
-    if (v < -128 || v > 127) return;
-    m = std::max<int64_t>(m, v < 0 ? -v : v);
-    t.data<int8_t>()[i] = static_cast<int8_t>(v);
-  }
+  int8_t* o = t.data<int8_t>();
+  int32_t lo = 0, hi = 0;
+  // Runs of one zero point; within a run a loop GCC vectorises. One element per zero
+  // point in turn (a MatMul's per-column ones): rows of them.
+  std::vector<int32_t> zs;
+  if (nz > 1 && run == 1)
+    for (int64_t j = 0; j < nz; ++j) zs.push_back(int_at(*zp, j));
+  auto shift = [&](const auto* in) {
+    if (!zs.empty()) {
+      for (int64_t b = 0; b < n; b += nz) {
+        const int64_t len = std::min(nz, n - b);
+        int32_t l = 0, h = 0;
+        for (int64_t j = 0; j < len; ++j) {
+          const int32_t v = int32_t{in[b + j]} - zs[j];
+          l = std::min(l, v);
+          h = std::max(h, v);
+          o[b + j] = static_cast<int8_t>(v);
+        }
+        lo = std::min(lo, l);
+        hi = std::max(hi, h);
+      }
+      return;
+    }
+    for (int64_t b = 0, c = 0; b < n; b += run, ++c) {
+      const int64_t e = std::min(n, b + run);
+      const int32_t z = nz ? int_at(*zp, nz == 1 ? 0 : c % nz) : 0;
+      int32_t l = 0, h = 0;
+      for (int64_t i = b; i < e; ++i) {
+        const int32_t v = int32_t{in[i]} - z;
+        l = std::min(l, v);
+        h = std::max(h, v);
+        o[i] = static_cast<int8_t>(v);
+      }
+      lo = std::min(lo, l);
+      hi = std::max(hi, h);
+    }
+  };
+  if (w.dtype() == DataType::kUInt8) shift(w.data<uint8_t>());
+  else shift(w.data<int8_t>());
+  if (lo < -128 || hi > 127) return;
   *out = std::move(t);
-  *most = static_cast<int>(m);
+  *most = std::max(-lo, hi);
 }
 
 Tensor float_weights(const Tensor& w_s8, int w_max, SharedConstants* shared) {
@@ -275,8 +308,7 @@ Result<std::unique_ptr<Kernel>> make_int8_matmul(const KernelInfo& info, bool ql
   if (const Tensor* b = constant(bi)) {
     const Tensor* bz = bz_given ? constant(bzi) : nullptr;
     if (b->rank() == 2 && b->dim(1) > 0 && (!bz_given || bz) && (!bz || bz->numel() <= 1 || bz->numel() == b->dim(1))) {
-      const int64_t N = b->dim(1);
-      shift_to_int8(*b, bz, [N](int64_t i) { return i % N; }, &b_s8, &b_max);
+      shift_to_int8(*b, bz, 1, &b_s8, &b_max);
     }
   }
   if (info.shared && b_s8.defined()) b_s8 = info.shared->intern(b_s8);
