@@ -595,6 +595,15 @@ g (uint8[2,5,64] a) => (uint8[2,5,24] y) <float as = {0.02}, uint8 az = {117}, u
   y = QLinearMatMul(a, as, az, b, bs, bz, ys, yz) })",
                    {{"a", int8conv::random_ints(DataType::kUInt8, {2, 5, 64}, 55)}},
                    1});
+  cases.push_back({"QLinearMatMul, constant uint8 B with a different zero point per column",
+                   R"(<ir_version: 8, opset_import: ["" : 10]>
+g (uint8[6,64] a) => (uint8[6,24] y) <float as = {0.02}, uint8 az = {117}, uint8[64,24] b = {)" +
+                       ints_text(64 * 24, 63, 10, 240) + R"(}, float[24] bs = {)" +
+                       random_values_text(24, 64, 0.001f, 0.01f) + R"(}, uint8[24] bz = {)" + ints_text(24, 65, 118, 138) +
+                       R"(}, float ys = {0.3}, uint8 yz = {100}> {
+  y = QLinearMatMul(a, as, az, b, bs, bz, ys, yz) })",
+                   {{"a", int8conv::random_ints(DataType::kUInt8, {6, 64}, 66)}},
+                   1});
   cases.push_back({"QLinearMatMul, int8 a and y, int8 B as an input",
                    R"(<ir_version: 8, opset_import: ["" : 10]>
 g (int8[7,64] a, int8[64,24] b) => (int8[7,24] y) <float as = {0.02}, int8 az = {-3}, float bs = {0.004}, int8 bz = {0}, float ys = {0.2}, int8 yz = {5}> {
