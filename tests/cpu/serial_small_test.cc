@@ -77,7 +77,7 @@ class SerialSmall : public ::testing::Test {
 };
 
 TEST_F(SerialSmall, SmallMemoryBoundCallsRunOnOneThread) {
-  for (const char* op : {"Add", "Relu", "Transpose", "MaxPool", "ToBlocked16", "Concat", "Softmax"}) {
+  for (const char* op : {"Add", "Relu", "Transpose", "GlobalAveragePool", "ToBlocked16", "Concat", "Softmax"}) {
     EXPECT_EQ(threads_seen(op, 64 << 10), 1) << op;
     EXPECT_EQ(threads_seen(op, kSerialInputBytes - 8), 1) << op;
     EXPECT_EQ(threads_seen(op, kSerialInputBytes), 2) << op << ": at the bound the call is shared";
@@ -87,7 +87,7 @@ TEST_F(SerialSmall, SmallMemoryBoundCallsRunOnOneThread) {
 
 TEST_F(SerialSmall, OtherOperatorsKeepTheRunsThreads) {
   // Compute-bound operators, and those that run subgraphs, are not wrapped at all.
-  for (const char* op : {"MatMul", "Gemm", "Conv", "LSTM", "Loop", "If", "Attention", "TopK"})
+  for (const char* op : {"MatMul", "Gemm", "Conv", "LSTM", "Loop", "If", "Attention", "TopK", "MaxPool", "AveragePool"})
     EXPECT_EQ(threads_seen(op, 1024), 2) << op;
 }
 

@@ -24,7 +24,7 @@ void register_string_kernels(KernelTable& t);
 
 // Work too small to share between threads runs on one (kernels/serial_small.cc).
 // serial_when_small puts the policy around the kernel `factory` makes for `op_type`: a
-// call of a memory-bound operator (element-wise, data movement, pooling, normalisation,
+// call of a memory-bound operator (element-wise, data movement, global pooling, normalisation,
 // layout conversion) whose inputs total less than kSerialInputBytes runs on one thread.
 // A convolution asks serial_for_macs. BULKHEAD_CPU_SERIAL_BYTES=N sets the byte bound
 // (0: the policy is off, both parts), to compare.
