@@ -34,6 +34,24 @@ std::string model(const Case& c, const Tensor& w, const Tensor& b) {
   return m.str();
 }
 
+// Runs the one-input model `text` on `x` (`threads`, optimisation `level`) and returns the
+// largest difference of its output from `want` (the definition, in double); -1 when it
+// does not load, run or give `shape`.
+double worst_difference(const std::string& text, const Tensor& x, const Shape& shape, const std::vector<double>& want,
+                        int threads, int level = 2) {
+  SessionOptions o;
+  o.threads = threads;
+  o.optimization_level = level;
+  const ProfiledRun r = run_profiled(text, o, {{"x", x}});
+  if (r.outputs.empty()) return -1;
+  const Tensor& y = r.outputs[0].second;
+  EXPECT_EQ(y.shape(), shape);
+  if (y.shape() != shape) return -1;
+  double worst = 0;
+  for (int64_t i = 0; i < y.numel(); ++i) worst = std::max(worst, std::fabs(y.data<float>()[i] - want[i]));
+  return worst;
+}
+
 TEST(ConvTranspose, KernelEqualToStrideIsTheDefinition) {
   for (const Case& c : {Case{1, 24, 24, 12, 16, 2, 2, true}, Case{2, 5, 7, 9, 11, 2, 2, false}, Case{1, 3, 1, 6, 5, 3, 3, true},
                         Case{2, 4, 6, 7, 4, 2, 3, true}, Case{1, 17, 33, 33, 9, 4, 1, true}}) {
@@ -54,29 +72,19 @@ TEST(ConvTranspose, KernelEqualToStrideIsTheDefinition) {
             want[((n * c.M + m) * OH + oh) * OW + ow] = s;
           }
     for (int threads : {1, 2}) {
-      Env env;
-      SessionOptions o;
-      o.threads = threads;
-      auto s = env.load_bytes(model_text_bytes(model(c, w, b)), "ct.onnx", o);
-      ASSERT_TRUE(s.is_ok()) << s.status().to_string();
-      auto r = s->run({{"x", x}});
-      ASSERT_TRUE(r.is_ok()) << r.status().to_string();
-      const Tensor& y = (*r)[0].second;
-      ASSERT_EQ(y.shape(), (Shape{c.N, c.M, OH, OW}));
-      double worst = 0;
-      for (int64_t i = 0; i < y.numel(); ++i) worst = std::max(worst, std::fabs(y.data<float>()[i] - want[i]));
+      const double worst = worst_difference(model(c, w, b), x, {c.N, c.M, OH, OW}, want, threads);
+      EXPECT_GE(worst, 0);
       EXPECT_LE(worst, 1e-4) << "C " << c.C << " M " << c.M << " kernel " << c.kh << "x" << c.kw << " threads " << threads;
     }
   }
 }
 
-// Depthwise convolutions: narrow planes run on oneDNN's depthwise kernels, wide ones (128
-// columns and more on AVX-512, 16 elsewhere) on bulkhead's row-wise NCHW loops. Both
-// against the definition: strides 1 and 2, padding, a bias, widths on each side.
+// Depthwise convolutions against the definition, on every path (kernels/dnnl.cc): 3x3
+// stride 1 pad 1 from 12 columns on the flat NCHW kernel (down to its smallest plane,
+// 3x12); narrower planes on oneDNN's depthwise kernels; 3x3 and 5x5 at stride 1 or 2 on
+// wide planes (128 columns and more on AVX-512, 16 elsewhere; other pads too) on the row
+// kernel; a fused Relu at level 2; batch 2; one and two threads.
 TEST(Depthwise, NarrowAndWidePlanesAreTheDefinition) {
-  // Paths (kernels/dnnl.cc): 3x3 stride 1 pad 1 from 12 columns on the flat NCHW kernel
-  // (down to its smallest plane, 3x12); narrower planes on oneDNN; 3x3 and 5x5 at stride
-  // 1 or 2 on wide planes (and other pads) on the phase kernel; a fused Relu at level 2.
   struct Geo {
     int64_t N, C, H, W, K, stride;
     int64_t pt, pl, pb, pr;  // pads: top, left, bottom, right
@@ -101,34 +109,24 @@ TEST(Depthwise, NarrowAndWidePlanesAreTheDefinition) {
       << "{ " << (c.relu ? "t" : "y") << " = Conv <group = " << c.C << ", pads = [" << c.pt << "," << c.pl << ","
       << c.pb << "," << c.pr << "], strides = [" << c.stride << "," << c.stride << "]> (x, w, b)"
       << (c.relu ? "\n  y = Relu(t)" : "") << " }";
+    std::vector<double> want(static_cast<size_t>(c.N * c.C * OH * OW));
+    for (int64_t n = 0; n < c.N; ++n)
+      for (int64_t ch = 0; ch < c.C; ++ch)
+        for (int64_t oh = 0; oh < OH; ++oh)
+          for (int64_t ow = 0; ow < OW; ++ow) {
+            double v = b.data<float>()[ch];
+            for (int64_t kh = 0; kh < K; ++kh)
+              for (int64_t kw = 0; kw < K; ++kw) {
+                const int64_t ih = oh * c.stride - c.pt + kh, iw = ow * c.stride - c.pl + kw;
+                if (ih < 0 || ih >= c.H || iw < 0 || iw >= c.W) continue;
+                v += double(x.data<float>()[((n * c.C + ch) * c.H + ih) * c.W + iw]) * w.data<float>()[(ch * K + kh) * K + kw];
+              }
+            want[((n * c.C + ch) * OH + oh) * OW + ow] = c.relu ? std::max(v, 0.0) : v;
+          }
     for (int level : {1, 2})
       for (int threads : {1, 2}) {
-        Env env;
-        SessionOptions o;
-        o.threads = threads;
-        o.optimization_level = level;
-        auto s = env.load_bytes(model_text_bytes(m.str()), "dw.onnx", o);
-        ASSERT_TRUE(s.is_ok()) << s.status().to_string();
-        auto r = s->run({{"x", x}});
-        ASSERT_TRUE(r.is_ok()) << r.status().to_string();
-        const Tensor& y = (*r)[0].second;
-        ASSERT_EQ(y.shape(), (Shape{c.N, c.C, OH, OW}));
-        double worst = 0;
-        for (int64_t n = 0; n < c.N; ++n)
-          for (int64_t ch = 0; ch < c.C; ++ch)
-            for (int64_t oh = 0; oh < OH; ++oh)
-              for (int64_t ow = 0; ow < OW; ++ow) {
-                double want = b.data<float>()[ch];
-                for (int64_t kh = 0; kh < K; ++kh)
-                  for (int64_t kw = 0; kw < K; ++kw) {
-                    const int64_t ih = oh * c.stride - c.pt + kh, iw = ow * c.stride - c.pl + kw;
-                    if (ih < 0 || ih >= c.H || iw < 0 || iw >= c.W) continue;
-                    want += double(x.data<float>()[((n * c.C + ch) * c.H + ih) * c.W + iw]) *
-                            w.data<float>()[(ch * K + kh) * K + kw];
-                  }
-                if (c.relu) want = std::max(want, 0.0);
-                worst = std::max(worst, std::fabs(want - y.data<float>()[((n * c.C + ch) * OH + oh) * OW + ow]));
-              }
+        const double worst = worst_difference(m.str(), x, {c.N, c.C, OH, OW}, want, threads, level);
+        EXPECT_GE(worst, 0);
         EXPECT_LE(worst, 1e-4) << "N " << c.N << " C " << c.C << " H " << c.H << " W " << c.W << " K " << K
                                << " stride " << c.stride << " level " << level << " threads " << threads;
       }

@@ -31,7 +31,7 @@ void register_string_kernels(KernelTable& t);
 inline constexpr int64_t kSerialInputBytes = int64_t{1} << 20;
 inline constexpr int64_t kSerialConvMacs = int64_t{2} << 20;
 KernelFactory serial_when_small(const std::string& op_type, KernelFactory factory);
-bool serial_for_macs(int64_t macs);
+bool serial_for_macs(double macs);  // a double: a hostile shape's product may not fit in int64
 
 // The hardware that makes bfloat16 convolutions and products fast on this CPU ("AMX",
 // "AVX512-BF16"), or "" (DeviceInfo::bf16_units). kernels/precision.cc.

@@ -1168,10 +1168,9 @@ Status ConvKernel::compute(KernelContext& ctx) const {
   Shape yshape{N, M};
   yshape.insert(yshape.end(), g.out.begin(), g.out.end());
   // Too few multiply-adds to share between threads: one (kernels/serial_small.cc).
-  // (In double: a hostile shape's product may not fit in int64.)
   double macs = static_cast<double>(N) * static_cast<double>(M) * static_cast<double>(C / G);
   for (size_t i = 0; i < g.out.size(); ++i) macs *= static_cast<double>(g.out[i]) * static_cast<double>(g.k[i]);
-  SerialScope serial(macs < static_cast<double>(kSerialConvMacs) && serial_for_macs(static_cast<int64_t>(macs)));
+  SerialScope serial(serial_for_macs(macs));
   const Tensor* sum = nullptr;
   if (has_sum_) {
     sum = ctx.input(3);
@@ -1341,7 +1340,7 @@ Status ConvKernel::conv_into(KernelContext& ctx, const Tensor& xt, const Tensor&
       return conv1x1_sgemm(where, x->data<float>(), w->data<float>(), b ? b->data<float>() : nullptr, y.data<float>(), N,
                            C, M, x->numel() / (N * C), ops, sumf, G);
     // NCHW depthwise beats oneDNN + two reorders on wide planes, and the 3x3 "same" one
-    // down to 14 columns (depthwise3x3s1_nchw); narrower planes go to oneDNN's brdgmm/jit
+    // down to 12 columns (depthwise3x3s1_nchw; ShuffleNet's 14 and 28); narrower planes go to oneDNN's brdgmm/jit
     // depthwise kernels (nchw_depthwise_min_width): 544 channels at 7x7 took 28 us here,
     // 23 us there with its reorders.
     const bool dw = g.nsp == 2 && G == C && M == C;

@@ -219,46 +219,42 @@ Status Int8MatMulKernel::compute(KernelContext& ctx) const {
 
 }  // namespace
 
+namespace {
+
+// o[j] = in[j] - z[j] (kEach) or in[j] - z[0], for j < n; widens [*lo, *hi] to the values.
+template <bool kEach, typename T>
+void shift_span(const T* __restrict in, const int32_t* __restrict z, int8_t* __restrict o, int64_t n, int32_t* lo,
+                int32_t* hi) {
+  int32_t l = *lo, h = *hi;
+  for (int64_t j = 0; j < n; ++j) {
+    const int32_t v = int32_t{in[j]} - z[kEach ? j : 0];
+    l = std::min(l, v);
+    h = std::max(h, v);
+    o[j] = static_cast<int8_t>(v);
+  }
+  *lo = l;
+  *hi = h;
+}
+
+}  // namespace
+
 void shift_to_int8(const Tensor& w, const Tensor* zp, int64_t run, Tensor* out, int* most) {
   const bool eight = w.dtype() == DataType::kInt8 || w.dtype() == DataType::kUInt8;
   if (!eight || !w.on_host() || run < 1 || (zp && zp->numel() && (zp->dtype() != w.dtype() || !zp->on_host()))) return;
   const int64_t n = w.numel(), nz = zp ? zp->numel() : 0;
+  std::vector<int32_t> zs(static_cast<size_t>(std::max<int64_t>(nz, 1)), 0);
+  for (int64_t j = 0; j < nz; ++j) zs[j] = int_at(*zp, j);
   Tensor t = Tensor::host(DataType::kInt8, w.shape());
   int8_t* o = t.data<int8_t>();
   int32_t lo = 0, hi = 0;
-  // Runs of one zero point; within a run a loop GCC vectorises. One element per zero
-  // point in turn (a MatMul's per-column ones): rows of them.
-  std::vector<int32_t> zs;
-  if (nz > 1 && run == 1)
-    for (int64_t j = 0; j < nz; ++j) zs.push_back(int_at(*zp, j));
   auto shift = [&](const auto* in) {
-    if (!zs.empty()) {
-      for (int64_t b = 0; b < n; b += nz) {
-        const int64_t len = std::min(nz, n - b);
-        int32_t l = 0, h = 0;
-        for (int64_t j = 0; j < len; ++j) {
-          const int32_t v = int32_t{in[b + j]} - zs[j];
-          l = std::min(l, v);
-          h = std::max(h, v);
-          o[b + j] = static_cast<int8_t>(v);
-        }
-        lo = std::min(lo, l);
-        hi = std::max(hi, h);
-      }
-      return;
-    }
-    for (int64_t b = 0, c = 0; b < n; b += run, ++c) {
-      const int64_t e = std::min(n, b + run);
-      const int32_t z = nz ? int_at(*zp, nz == 1 ? 0 : c % nz) : 0;
-      int32_t l = 0, h = 0;
-      for (int64_t i = b; i < e; ++i) {
-        const int32_t v = int32_t{in[i]} - z;
-        l = std::min(l, v);
-        h = std::max(h, v);
-        o[i] = static_cast<int8_t>(v);
-      }
-      lo = std::min(lo, l);
-      hi = std::max(hi, h);
+    if (nz > 1 && run == 1) {
+      // One zero point per element in turn (a MatMul's per column): rows of them.
+      for (int64_t b = 0; b < n; b += nz) shift_span<true>(in + b, zs.data(), o + b, std::min(nz, n - b), &lo, &hi);
+    } else {
+      // Runs of one zero point (a Conv's per output channel, or one for all).
+      for (int64_t b = 0, c = 0; b < n; b += run, ++c)
+        shift_span<false>(in + b, &zs[c % zs.size()], o + b, std::min(run, n - b), &lo, &hi);
     }
   };
   if (w.dtype() == DataType::kUInt8) shift(w.data<uint8_t>());

@@ -70,7 +70,7 @@ class SerialWhenSmall final : public Kernel {
 
 }  // namespace
 
-bool serial_for_macs(int64_t macs) { return serial_input_bytes() > 0 && macs < kSerialConvMacs; }
+bool serial_for_macs(double macs) { return serial_input_bytes() > 0 && macs < static_cast<double>(kSerialConvMacs); }
 
 KernelFactory serial_when_small(const std::string& op_type, KernelFactory factory) {
   if (!memory_bound(op_type)) return factory;
