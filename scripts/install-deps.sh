@@ -5,6 +5,8 @@ set -euo pipefail
 
 packages=(
   build-essential cmake ninja-build pkg-config git
+  # LLVM's linker: links the programs and test binaries ~3.5x faster than BFD ld.
+  lld
   libprotobuf-dev protobuf-compiler libonnx-dev
   # Debian's oneDNN is built with its OpenCL GPU runtime: its CMake config requires the
   # OpenCL library and headers, which libdnnl-dev only recommends (and we install
