@@ -80,6 +80,8 @@ Result<LayoutStats> block_channels(ir::Graph& g, const LayoutOptions& options);
 //   - DequantizeLinear / QuantizeLinear with one scale and zero point, Relu, LeakyRelu,
 //     Clip, Sigmoid, HardSigmoid, HardSwish, Tanh, and the fused QLinearEltwise of one
 //     input (exec/qdq_eltwise.h): element-wise, as they are;
+//   - MaxPool over a uint8/int8 rank-4 tensor (the QDQ pair around it folded away by
+//     exec/qdq_eltwise.h): attribute _layout = "nhwc", X and Y both channels-last;
 //   - Add, Sub, Mul, Div, Sum of two inputs, and QLinearEltwise of two, when one operand
 //     is channels-last: numpy broadcasting commutes with permuting both operands alike, so
 //     the other is taken as it is (a one-element constant), permuted once (another

@@ -16,7 +16,9 @@ using ir::Dim;
 using ir::Graph;
 using ir::Node;
 
-enum class Kind { kNone, kConv, kUnary, kBinary };
+// kPool: an int8 MaxPool (its QDQ pair folded away, exec/qdq_eltwise.h); it follows its
+// input's layout like kUnary, but is told so (_layout), since a window is not element-wise.
+enum class Kind { kNone, kConv, kUnary, kBinary, kPool };
 
 ir::Attribute str_attr(const char* s) {
   ir::Attribute a;
@@ -144,6 +146,7 @@ class NhwcPlanner {
           }
         }
       }
+      if (k == Kind::kPool) n.attrs["_layout"] = str_attr(kNhwc);
       if (y_nhwc_[i]) {
         add_nhwc_info(out);
         n.outputs[0] = nname(out);
@@ -251,6 +254,12 @@ class NhwcPlanner {
     }
     if (op == "Relu" || op == "LeakyRelu" || op == "Sigmoid" || op == "HardSigmoid" || op == "HardSwish" || op == "Tanh")
       return n.inputs.size() == 1 ? Kind::kUnary : Kind::kNone;
+    if (op == "MaxPool") {
+      // 2-D windows over an int8 / uint8 tensor (the CPU kernel's channels-last path).
+      if (n.inputs.size() != 1 || n.has_attr("_layout") || !shape4(n.inputs[0])) return Kind::kNone;
+      const DataType xt = g_.info(n.inputs[0])->dtype;
+      return xt == DataType::kUInt8 || xt == DataType::kInt8 ? Kind::kPool : Kind::kNone;
+    }
     if (op == "Clip") {
       for (size_t k = 1; k < n.inputs.size(); ++k)
         if (!n.inputs[k].empty() && !scalar_constant(n.inputs[k])) return Kind::kNone;
@@ -281,7 +290,7 @@ class NhwcPlanner {
   }
 
   bool inputs_allow(const Node& n, Kind k) const {
-    if (k == Kind::kUnary) return nhwc_.count(n.inputs[0]) != 0;
+    if (k == Kind::kUnary || k == Kind::kPool) return nhwc_.count(n.inputs[0]) != 0;
     bool any_nhwc = false;
     for (const std::string& v : {n.inputs[0], n.inputs[1]}) {
       const Operand o = operand(v);
@@ -310,6 +319,7 @@ class NhwcPlanner {
           if (n.inputs[0] == v) return true;
           break;
         case Kind::kUnary:
+        case Kind::kPool:
           if (n.inputs[0] == v) return true;
           break;
         case Kind::kBinary: {

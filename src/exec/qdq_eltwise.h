@@ -11,6 +11,10 @@
 // Each op computes exactly what its own kernel computes (the same float32 formulas in the
 // same order), so the outputs are those of the unfused graph bit for bit.
 //
+// A DequantizeLinear → MaxPool → QuantizeLinear with the same scale, zero point and type
+// on both sides becomes the MaxPool alone, on the quantised tensor (the same values: see
+// try_max_pool).
+//
 // The node it makes: backend/qlinear_eltwise.h.
 #pragma once
 

@@ -98,5 +98,44 @@ TEST(Nhwc, Int8ChainsGiveWhatNchwGives) {
   expect_same(ref_plain, ref_cl, "reference loops");
 }
 
+TEST(Nhwc, Int8MaxPoolsBetweenConvolutionsRunChannelsLast) {
+  // A QDQ stem: QLinearConv → (DequantizeLinear → MaxPool → QuantizeLinear) twice →
+  // QLinearConv, 24 channels (no vector width divides them), pads, strides, ceil_mode and
+  // dilations: the pools run on the uint8 tensors channels-last between the convolutions,
+  // with no conversion, and give level 1's bits.
+  const std::string text = R"(<ir_version: 8, opset_import: ["" : 13]>
+g (uint8[N,8,H,W] xq) => (float[N,16,P,Q] y)
+<int8[24,8,3,3] w1 = {)" + int8_values(24 * 8 * 9, 4) + R"(}, int8[16,24,1,1] w2 = {)" + int8_values(16 * 24, 5) +
+                           R"(}, float xs = {0.02}, uint8 xz = {128}, float w1s = {0.01}, int8 w1z = {0},
+ float s1 = {0.05}, uint8 z1 = {20}, float w2s = {0.02}, int8 w2z = {0}, float s2 = {0.04}, uint8 z2 = {100}> {
+  c1 = QLinearConv <pads = [1, 1, 1, 1], strides = [2, 2]> (xq, xs, xz, w1, w1s, w1z, s1, z1)
+  d1 = DequantizeLinear(c1, s1, z1)
+  p1 = MaxPool <kernel_shape = [3, 3], strides = [2, 2], pads = [1, 1, 1, 1]> (d1)
+  q1 = QuantizeLinear(p1, s1, z1)
+  e1 = DequantizeLinear(q1, s1, z1)
+  p2 = MaxPool <kernel_shape = [2, 2], dilations = [2, 1], ceil_mode = 1, strides = [1, 2]> (e1)
+  q2 = QuantizeLinear(p2, s1, z1)
+  c2 = QLinearConv (q2, s1, z1, w2, w2s, w2z, s2, z2)
+  y = DequantizeLinear(c2, s2, z2)
+})";
+  for (const Shape& s : {Shape{1, 8, 29, 23}, Shape{2, 8, 40, 17}}) {
+    const Tensor x = input(s, 9);
+    SessionOptions o;
+    o.optimization_level = 1;
+    Outcome plain = run_profiled(text, o, {{"xq", x}});
+    EXPECT_EQ(plain.ops["MaxPool"], 2);
+    for (int threads : {1, 2}) {
+      o.optimization_level = 2;
+      o.threads = threads;
+      Outcome cl = run_profiled(text, o, {{"xq", x}});
+      expect_same(plain, cl, "threads " + std::to_string(threads));
+      EXPECT_EQ(cl.ops["MaxPool"], 2);
+      EXPECT_EQ(cl.ops["FromNhwc"], 1);  // c2's output, for the last DequantizeLinear
+      EXPECT_EQ(cl.ops["ToNhwc"], 0);
+      EXPECT_EQ(cl.ops["DequantizeLinear"] + cl.ops["QuantizeLinear"], 1);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace bulkhead::test

@@ -122,6 +122,66 @@ TEST(QdqEltwise, BroadcastOperandsOfEveryKindAndEveryOp) {
   EXPECT_EQ(ops["HardSigmoid"] + ops["HardSwish"] + ops["Max"] + ops["Min"] + ops["Sub"] + ops["Mul"], 0);
 }
 
+TEST(QdqEltwise, MaxPoolBetweenEqualQuantisationRunsOnTheQuantisedTensor) {
+  // DequantizeLinear → MaxPool → QuantizeLinear with one scale, zero point and type: the
+  // MaxPool alone on the quantised tensor, the same bits (uint8 with pads, strides and
+  // ceil_mode; int8 with dilations and a negative zero point).
+  const std::string u = std::string(kHeader) + R"(g (uint8[2,5,13,11] xq) => (uint8[2,5,7,6] yq)
+<float s = {0.037}, uint8 z = {131}> {
+  x = DequantizeLinear(xq, s, z)
+  m = MaxPool <kernel_shape = [3, 3], strides = [2, 2], pads = [1, 1, 0, 0], ceil_mode = 1> (x)
+  yq = QuantizeLinear(m, s, z)
+})";
+  auto ops = expect_fused_same(u, {{"xq", u8({2, 5, 13, 11}, 21)}});
+  EXPECT_EQ(ops["MaxPool"], 1);
+  EXPECT_EQ(ops["DequantizeLinear"] + ops["QuantizeLinear"], 0);
+
+  const std::string i = std::string(kHeader) + R"(g (int8[1,3,9,10] xq) => (int8[1,3,5,6] yq)
+<float s = {0.5}, int8 z = {-7}> {
+  x = DequantizeLinear(xq, s, z)
+  m = MaxPool <kernel_shape = [2, 3], dilations = [2, 2], pads = [0, 1, 0, 1]> (x)
+  yq = QuantizeLinear(m, s, z)
+})";
+  Tensor xi = Tensor::host(DataType::kInt8, {1, 3, 9, 10});
+  std::mt19937 rng(22);
+  for (int64_t k = 0; k < xi.numel(); ++k) xi.data<int8_t>()[k] = static_cast<int8_t>(rng() & 255);
+  ops = expect_fused_same(i, {{"xq", xi}});
+  EXPECT_EQ(ops["MaxPool"], 1);
+  EXPECT_EQ(ops["DequantizeLinear"] + ops["QuantizeLinear"], 0);
+}
+
+TEST(QdqEltwise, MaxPoolWithOtherQuantisationOrItsIndicesStaysInFloat) {
+  // Another scale after the pool, another zero point, the Indices output read, the
+  // pooled float value also a graph output: each keeps its DequantizeLinear and
+  // QuantizeLinear, and the outputs are still those of level 1.
+  const char* cases[] = {
+      R"(g (uint8[1,4,6,6] xq) => (uint8[1,4,3,3] yq) <float s = {0.05}, uint8 z = {100}, float s2 = {0.06}> {
+  x = DequantizeLinear(xq, s, z)
+  m = MaxPool <kernel_shape = [2, 2], strides = [2, 2]> (x)
+  yq = QuantizeLinear(m, s2, z)
+})",
+      R"(g (uint8[1,4,6,6] xq) => (uint8[1,4,3,3] yq) <float s = {0.05}, uint8 z = {100}, uint8 z2 = {101}> {
+  x = DequantizeLinear(xq, s, z)
+  m = MaxPool <kernel_shape = [2, 2], strides = [2, 2]> (x)
+  yq = QuantizeLinear(m, s, z2)
+})",
+      R"(g (uint8[1,4,6,6] xq) => (uint8[1,4,3,3] yq, int64[1,4,3,3] idx) <float s = {0.05}, uint8 z = {100}> {
+  x = DequantizeLinear(xq, s, z)
+  m, idx = MaxPool <kernel_shape = [2, 2], strides = [2, 2]> (x)
+  yq = QuantizeLinear(m, s, z)
+})",
+      R"(g (uint8[1,4,6,6] xq) => (uint8[1,4,3,3] yq, float[1,4,3,3] m) <float s = {0.05}, uint8 z = {100}> {
+  x = DequantizeLinear(xq, s, z)
+  m = MaxPool <kernel_shape = [2, 2], strides = [2, 2]> (x)
+  yq = QuantizeLinear(m, s, z)
+})"};
+  for (const char* c : cases) {
+    auto ops = expect_fused_same(std::string(kHeader) + c, {{"xq", u8({1, 4, 6, 6}, 23)}});
+    EXPECT_EQ(ops["DequantizeLinear"], 1) << c;
+    EXPECT_EQ(ops["QuantizeLinear"], 1) << c;
+  }
+}
+
 TEST(QdqEltwise, WhatMustStayUnfusedStays) {
   // An intermediate that is also a graph output, and an op the pass does not know (Exp):
   // neither group is fused, and the outputs are still those of level 1.

@@ -13,6 +13,7 @@
 
 #include "backend/conv_attrs.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -199,7 +200,9 @@ void pool_ref(const PoolAttrs& a, const T* x, T* y, int64_t* indices, int64_t NC
 class PoolKernel final : public Kernel {
  public:
   // blocked: X and Y in nChw16c (exec/layout.h), as [N, C/16, H, W, 16] tensors.
-  PoolKernel(PoolAttrs a, dnnl::engine eng, bool blocked) : a_(std::move(a)), eng_(std::move(eng)), blocked_(blocked) {}
+  // nhwc: X and Y channels-last, [N, H, W, C] (int8 / uint8 MaxPool only).
+  PoolKernel(PoolAttrs a, dnnl::engine eng, bool blocked, bool nhwc)
+      : a_(std::move(a)), eng_(std::move(eng)), blocked_(blocked), nhwc_(nhwc) {}
   Status compute(KernelContext& ctx) const override;
 
  private:
@@ -212,10 +215,12 @@ class PoolKernel final : public Kernel {
   Status run_plan(KernelContext& ctx, const Plan& plan, const void* x, void* y) const;
   // X in nChw16c: pooled as [N, 16 * C/16, H, W] (the padded channels are pooled too).
   Status compute_blocked(KernelContext& ctx, const Tensor& x) const;
+  Status compute_nhwc(KernelContext& ctx, const Tensor& x) const;
 
   PoolAttrs a_;
   dnnl::engine eng_;
   bool blocked_ = false;
+  bool nhwc_ = false;
   mutable std::mutex mu_;
   mutable std::map<std::pair<Shape, int>, std::shared_ptr<const Plan>> plans_;
 };
@@ -396,6 +401,7 @@ Status PoolKernel::compute(KernelContext& ctx) const {
   if (a_.kind == PoolKind::kMax) ok_type = ok_type || dt == DataType::kInt8 || dt == DataType::kUInt8;
   if (!ok_type) BH_UNSUPPORTED_DTYPE(where, dt);
   if (blocked_) return compute_blocked(ctx, *x);
+  if (nhwc_) return compute_nhwc(ctx, *x);
   if (x->rank() < 3 || x->rank() > 5)
     return invalid_argument(where + "X must have rank 3 to 5 (N, C, spatial...), got " + x->describe());
   PoolGeo g;
@@ -450,6 +456,75 @@ Status PoolKernel::run_plan(KernelContext& ctx, const Plan& plan, const void* x,
   }
 }
 
+// Max pooling of a channels-last [N, H, W, C] tensor: each output pixel is the element-wise
+// maximum of its window's input pixels, taken over 64 channels at a time in a local
+// accumulator: a fixed-length loop of vector maxima (written into Y through std::max,
+// GCC 12 kept it scalar: 5 ms for ResNet-50's stem pool). Window
+// positions outside the input are skipped, as in pool_ref; a window with none inside
+// gives the type's lowest value, as there.
+template <typename T>
+void max_pool_nhwc(const Geo3& g, const T* x, T* y, int64_t N, int64_t C, int threads) {
+  constexpr int64_t kLanes = 64;
+  const int64_t IH = g.in[1], IW = g.in[2], OH = g.out[1], OW = g.out[2];
+  // Rows of at least ~64 K window-element maxima per piece: small pools stay on one thread.
+  const int64_t row_work = std::max<int64_t>(1, OW * C * g.k[1] * g.k[2]);
+  parallel_for(threads, N * OH, std::max<int64_t>(1, (int64_t{1} << 16) / row_work), [&](int64_t b, int64_t e) {
+    for (int64_t r = b; r < e; ++r) {
+      const int64_t n = r / OH, oh = r % OH;
+      for (int64_t ow = 0; ow < OW; ++ow) {
+        T* yp = y + (r * OW + ow) * C;
+        for (int64_t c0 = 0; c0 < C; c0 += kLanes) {
+          const int64_t cn = std::min(kLanes, C - c0);
+          T acc[kLanes];
+          for (int64_t l = 0; l < kLanes; ++l) acc[l] = std::numeric_limits<T>::lowest();
+          for (int64_t kh = 0; kh < g.k[1]; ++kh) {
+            const int64_t ih = oh * g.s[1] - g.pb[1] + kh * g.d[1];
+            if (ih < 0 || ih >= IH) continue;
+            for (int64_t kw = 0; kw < g.k[2]; ++kw) {
+              const int64_t iw = ow * g.s[2] - g.pb[2] + kw * g.d[2];
+              if (iw < 0 || iw >= IW) continue;
+              const T* xp = x + ((n * IH + ih) * IW + iw) * C + c0;
+              // By value: through std::max's reference GCC 12 will not vectorise it.
+              if (cn == kLanes) {
+                for (int64_t l = 0; l < kLanes; ++l) {
+                  const T v = xp[l], a = acc[l];
+                  acc[l] = v > a ? v : a;
+                }
+              } else {
+                for (int64_t l = 0; l < cn; ++l) {
+                  const T v = xp[l], a = acc[l];
+                  acc[l] = v > a ? v : a;
+                }
+              }
+            }
+          }
+          std::memcpy(yp + c0, acc, static_cast<size_t>(cn) * sizeof(T));
+        }
+      }
+    }
+  });
+}
+
+Status PoolKernel::compute_nhwc(KernelContext& ctx, const Tensor& x) const {
+  const std::string where = ctx.where();
+  const DataType dt = x.dtype();
+  if (a_.kind != PoolKind::kMax || (dt != DataType::kUInt8 && dt != DataType::kInt8) || x.rank() != 4)
+    return invalid_argument(where + "a channels-last pooling is a MaxPool of a uint8 or int8 [N, H, W, C] input, got " +
+                            x.describe());
+  if (ctx.output_wanted(1)) return invalid_argument(where + "a channels-last MaxPool has no Indices output");
+  const int64_t N = x.dim(0), H = x.dim(1), W = x.dim(2), C = x.dim(3);
+  PoolGeo g;
+  BH_RETURN_IF_ERROR(resolve_pool(a_, Shape{N, C, H, W}, where, &g));
+  if (g.nsp != 2) return invalid_argument(where + "a channels-last MaxPool has 2 spatial dimensions");
+  BH_ASSIGN_OR_RETURN(Tensor y, ctx.allocate_output(0, dt, Shape{N, g.out[0], g.out[1], C}));
+  if (y.numel() == 0) return Status::ok();
+  if (x.numel() == 0) return invalid_argument(where + "empty input " + x.describe() + " gives no pooling windows");
+  const Geo3 g3 = to_geo3(g);
+  if (dt == DataType::kUInt8) max_pool_nhwc(g3, x.data<uint8_t>(), y.data<uint8_t>(), N, C, ctx.threads());
+  else max_pool_nhwc(g3, x.data<int8_t>(), y.data<int8_t>(), N, C, ctx.threads());
+  return Status::ok();
+}
+
 Status PoolKernel::compute_blocked(KernelContext& ctx, const Tensor& x) const {
   const std::string where = ctx.where();
   using dnnl_util::kBlock;
@@ -490,8 +565,10 @@ Result<std::unique_ptr<Kernel>> make_pool(const KernelInfo& info, PoolKind kind)
   if (kind == PoolKind::kLp && !(a.p > 0)) return invalid_argument(info.where() + "p must be positive");
   try {
     dnnl::engine eng(dnnl::engine::kind::cpu, 0);
-    bool blocked = n.attr_string("_layout", "") == "nChw16c";
-    return std::unique_ptr<Kernel>(std::make_unique<PoolKernel>(std::move(a), std::move(eng), blocked));
+    const std::string layout = n.attr_string("_layout", "");
+    const bool blocked = layout == "nChw16c", nhwc = layout == "nhwc";
+    if (nhwc && kind != PoolKind::kMax) return invalid_argument(info.where() + "only MaxPool runs channels-last");
+    return std::unique_ptr<Kernel>(std::make_unique<PoolKernel>(std::move(a), std::move(eng), blocked, nhwc));
   } catch (const dnnl::error& e) {
     return internal_error(info.where() + "cannot create a oneDNN CPU engine: " + e.what());
   }
