@@ -17,7 +17,9 @@ using ir::Node;
 constexpr int64_t kBlock = 16;
 
 
-enum class Kind { kNone, kConv, kPool, kGlobalPool, kUnary, kBinary, kConcat };
+// kAffine: an inference BatchNormalization (a per-channel x·a + b, Relu maybe fused), told
+// the layout like the pools, since its coefficients follow the channel.
+enum class Kind { kNone, kConv, kPool, kGlobalPool, kUnary, kBinary, kConcat, kAffine };
 
 class Planner {
  public:
@@ -122,7 +124,7 @@ class Planner {
       } else {
         for (auto& in : n.inputs)
           if (!in.empty() && blocked_.count(in)) in = bname(in);  // constants stay as they are
-        if (k == Kind::kPool || k == Kind::kGlobalPool) n.attrs["_layout"] = str_attr(kBlocked16);
+        if (k == Kind::kPool || k == Kind::kGlobalPool || k == Kind::kAffine) n.attrs["_layout"] = str_attr(kBlocked16);
         if (k == Kind::kConcat) {
           ir::Attribute a;
           a.type = AttrType::kInt;
@@ -216,6 +218,17 @@ class Planner {
     }
     if (op == "MaxPool" || op == "AveragePool") return n.inputs.size() == 1 ? Kind::kPool : Kind::kNone;
     if (op == "GlobalAveragePool" || op == "GlobalMaxPool") return n.inputs.size() == 1 ? Kind::kGlobalPool : Kind::kNone;
+    if (op == "BatchNormalization") {
+      // Inference with constant per-channel parameters (DenseNet's pre-activation
+      // Concat → BatchNormalization → Relu → Conv: blocked, the Concat needs no conversion).
+      const auto* x = shape4(n.inputs[0]);
+      if (!x || n.inputs.size() != 5 || n.attr_int("training_mode", 0) != 0) return Kind::kNone;
+      for (size_t k = 1; k < 5; ++k) {
+        const Tensor* t = constant(n.inputs[k]);
+        if (!t || !t->on_host() || t->dtype() != DataType::kFloat32 || t->numel() != (*x)[1].value) return Kind::kNone;
+      }
+      return Kind::kAffine;
+    }
     if (op == "Relu" || op == "LeakyRelu" || op == "Sigmoid" || op == "HardSigmoid" || op == "HardSwish" || op == "Tanh")
       return n.inputs.size() == 1 ? Kind::kUnary : Kind::kNone;
     if (op == "Clip") {
@@ -250,6 +263,7 @@ class Planner {
       case Kind::kPool:
       case Kind::kGlobalPool:
       case Kind::kUnary:
+      case Kind::kAffine:
         return blocked_.count(n.inputs[0]) != 0;
       case Kind::kBinary: {
         const std::string &a = n.inputs[0], &b = n.inputs[1];
@@ -287,6 +301,7 @@ class Planner {
         case Kind::kPool:
         case Kind::kGlobalPool:
         case Kind::kUnary:
+        case Kind::kAffine:
           if (n.inputs[0] == v) return true;
           break;
         case Kind::kBinary: {

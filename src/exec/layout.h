@@ -12,6 +12,8 @@
 //     output is blocked; a fused summand (input 3) has the output's layout;
 //   - MaxPool / AveragePool / GlobalAveragePool / GlobalMaxPool: _layout = "nChw16c"
 //     (input and output blocked; padded channels are pooled like any other);
+//   - BatchNormalization in inference with constant per-channel parameters (a fused
+//     _relu too): _layout = "nChw16c"; padded channels come out zero;
 //   - Relu, LeakyRelu, Clip, Sigmoid, HardSigmoid, HardSwish, Tanh and Add / Sub / Mul of
 //     two blocked tensors (same N and C; the second may be [N, C, 1, 1]) or of a blocked
 //     tensor and a one-element constant: as they are — numpy broadcasting on the physical

@@ -109,6 +109,43 @@ TEST(Layout, ConvChainWithUnalignedChannelsPoolingAndResidual) {
   EXPECT_EQ(o.ops["ToBlocked16"], 0);
 }
 
+TEST(Layout, DenseNetsPreActivationBatchNormRunsBlocked) {
+  // DenseNet's layer: Concat → BatchNormalization → Relu → 1x1 Conv → BatchNormalization →
+  // Relu → 3x3 Conv → Concat, and its transition's BatchNormalization before AveragePool;
+  // 48 and 80 channels for the concatenations (whole blocks), 24 for a partial block's
+  // BatchNormalization (after a Relu; its padded channels must stay finite).
+  auto bn = [](const std::string& name, int64_t C, uint32_t seed) {
+    return "float[" + std::to_string(C) + "] " + name + "_s = {" + values(C, seed, 0.5f, 1.5f) + "}, float[" +
+           std::to_string(C) + "] " + name + "_b = {" + values(C, seed + 1) + "}, float[" + std::to_string(C) + "] " +
+           name + "_m = {" + values(C, seed + 2) + "}, float[" + std::to_string(C) + "] " + name + "_v = {" +
+           values(C, seed + 3, 0.1f, 2.f) + "}";
+  };
+  std::string text = "<ir_version: 8, opset_import: [\"\" : 13]>\n"
+                     "g (float[1,3,12,12] x) => (float[1,80,6,6] y)\n<" +
+                     conv_weights("w0", 48, 3, 3, 21) + ", " + bn("n1", 48, 22) + ", " + conv_weights("w1", 24, 48, 1, 23) +
+                     ", " + bn("n2", 24, 24) + ", " + conv_weights("w2", 32, 24, 3, 25) + ", " + bn("n3", 80, 26) + ", " +
+                     conv_weights("w3", 80, 80, 1, 27) +
+                     ">\n{\n"
+                     "  c0 = Conv <pads = [1, 1, 1, 1]> (x, w0, w0_b)\n"
+                     "  b1 = BatchNormalization <epsilon = 0.001> (c0, n1_s, n1_b, n1_m, n1_v)\n"
+                     "  r1 = Relu(b1)\n"
+                     "  c1 = Conv (r1, w1, w1_b)\n"
+                     "  q1 = Relu(c1)\n"  // (a BatchNormalization right after a Conv is folded into it)
+                     "  b2 = BatchNormalization (q1, n2_s, n2_b, n2_m, n2_v)\n"
+                     "  r2 = Relu(b2)\n"
+                     "  c2 = Conv <pads = [1, 1, 1, 1]> (r2, w2, w2_b)\n"
+                     "  cat = Concat <axis = 1> (c0, c2)\n"
+                     "  b3 = BatchNormalization (cat, n3_s, n3_b, n3_m, n3_v)\n"
+                     "  r3 = Relu(b3)\n"
+                     "  c3 = Conv (r3, w3, w3_b)\n"
+                     "  y = AveragePool <kernel_shape = [2, 2], strides = [2, 2]> (c3)\n"
+                     "}";
+  Outcome o = check_same(text, {{"x", random_tensor({1, 3, 12, 12}, 28)}});
+  EXPECT_EQ(o.ops["BatchNormalization"], 3);  // each with its Relu
+  EXPECT_EQ(o.ops["FromBlocked16"], 1);       // y, the graph output
+  EXPECT_EQ(o.ops["ToBlocked16"], 0);
+}
+
 TEST(Layout, PartialBlockConversionsBothWays) {
   // 24 channels (a block and a half) over 9x13 pixels (not a multiple of 8), two images:
   // the residual summand z is converted to nChw16c for the fused sum (ToBlocked16) and

@@ -732,6 +732,51 @@ Status batchnorm_typed(KernelContext& ctx, const Tensor& X, const Tensor& S, con
 }
 
 // relu: the optimiser fused a Relu after this node (`_relu`, exec/optimize.cc).
+// Inference BatchNormalization of an nChw16c tensor ([N, C/16, H, W, 16], exec/layout.h):
+// per channel the same x·a + b (a and b from double, rounded once) as the plain loop, so
+// the same bits; padded channels get a = b = 0 and come out zero.
+Status batchnorm_blocked(KernelContext& ctx, double eps, bool relu) {
+  using dnnl_util::kBlock;
+  const std::string where = ctx.where();
+  const Tensor* X = ctx.input(0);
+  const Tensor *S = ctx.input(1), *B = ctx.input(2), *mean = ctx.input(3), *var = ctx.input(4);
+  if (!X || !S || !B || !mean || !var) return invalid_argument(where + "needs inputs X, scale, B, input_mean, input_var");
+  if (X->dtype() != DataType::kFloat32 || X->rank() != 5 || X->dim(4) != kBlock)
+    return invalid_argument(where + "an nChw16c BatchNormalization needs a float32 [N, C/16, H, W, 16] input, got " +
+                            X->describe());
+  if (ctx.output_wanted(1) || ctx.output_wanted(2))
+    return invalid_argument(where + "an nChw16c BatchNormalization has no statistics outputs");
+  const int64_t N = X->dim(0), Cb = X->dim(1), HW = X->dim(2) * X->dim(3), C = S->numel();
+  for (const Tensor* t : {S, B, mean, var})
+    if (t->dtype() != DataType::kFloat32 || t->numel() != C)
+      return invalid_argument(where + "parameter " + t->describe() + " does not match scale " + S->describe());
+  if (C > Cb * kBlock || C <= (Cb - 1) * kBlock)
+    return invalid_argument(where + std::to_string(C) + " channels do not fit the blocked input " + X->describe());
+  std::vector<float> a(static_cast<size_t>(Cb * kBlock), 0.f), b(a.size(), 0.f);
+  for (int64_t c = 0; c < C; ++c) {
+    const double ad = S->data<float>()[c] / std::sqrt(static_cast<double>(var->data<float>()[c]) + eps);
+    a[c] = static_cast<float>(ad);
+    b[c] = static_cast<float>(B->data<float>()[c] - mean->data<float>()[c] * ad);
+  }
+  BH_ASSIGN_OR_RETURN(Tensor Y, ctx.allocate_output(0, DataType::kFloat32, X->shape()));
+  const float* x = X->data<float>();
+  float* y = Y.data<float>();
+  parallel_for(ctx.threads(), N * Cb, 1, [&](int64_t b0, int64_t e0) {
+    for (int64_t nc = b0; nc < e0; ++nc) {
+      const float* ap = a.data() + (nc % Cb) * kBlock;
+      const float* bp = b.data() + (nc % Cb) * kBlock;
+      const float* xp = x + nc * HW * kBlock;
+      float* yp = y + nc * HW * kBlock;
+      for (int64_t i = 0; i < HW; ++i)
+        for (int64_t l = 0; l < kBlock; ++l) {
+          const float t = xp[i * kBlock + l] * ap[l] + bp[l];
+          yp[i * kBlock + l] = relu ? (t > 0.f ? t : 0.f) : t;
+        }
+    }
+  });
+  return Status::ok();
+}
+
 Status batchnorm_compute(KernelContext& ctx, double eps, double momentum, bool training_attr, int opset, bool relu) {
   const std::string where = ctx.where();
   const Tensor* X = ctx.input(0);
@@ -791,6 +836,10 @@ void register_dnnl_pool_kernels(KernelTable& t) {
     bool training = n.attr_int("training_mode", 0) != 0;
     int opset = n.opset;
     bool relu = n.attr_int("_relu", 0) != 0;
+    if (n.attr_string("_layout", "") == "nChw16c") {
+      if (training) return invalid_argument(info.where() + "an nChw16c BatchNormalization is for inference only");
+      return make_kernel([=](KernelContext& ctx) { return batchnorm_blocked(ctx, eps, relu); });
+    }
     return make_kernel(
         [=](KernelContext& ctx) { return batchnorm_compute(ctx, eps, momentum, training, opset, relu); });
   });
