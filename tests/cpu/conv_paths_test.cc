@@ -133,5 +133,45 @@ TEST(Depthwise, NarrowAndWidePlanesAreTheDefinition) {
   }
 }
 
+TEST(GroupedPointwise, GroupsSharedAmongThreadsAreTheDefinition) {
+  // A grouped 1x1 convolution on NCHW (ShuffleNet's), each group's product on whichever
+  // thread takes it: 2 and 4 and 8 groups, one and two images, bias and a fused Relu or
+  // neither, one and two threads, at levels 1 and 2.
+  struct G1 {
+    int64_t N, C, M, G, H, W;
+    bool bias, relu;
+  };
+  for (const G1& c : {G1{2, 24, 32, 4, 7, 9, true, true}, G1{1, 40, 40, 8, 14, 14, false, false},
+                      G1{1, 12, 6, 2, 5, 3, true, false}, G1{2, 136, 136, 4, 7, 7, true, true}}) {
+    const int64_t Cg = c.C / c.G, Mg = c.M / c.G, S = c.H * c.W;
+    Tensor x = random_tensor({c.N, c.C, c.H, c.W}, 31);
+    Tensor w = random_tensor({c.M, Cg, 1, 1}, 32);
+    Tensor b = random_tensor({c.M}, 33);
+    std::vector<double> want(static_cast<size_t>(c.N * c.M * S));
+    for (int64_t n = 0; n < c.N; ++n)
+      for (int64_t m = 0; m < c.M; ++m)
+        for (int64_t i = 0; i < S; ++i) {
+          double v = c.bias ? b.data<float>()[m] : 0.0;
+          const int64_t g = m / Mg;
+          for (int64_t k = 0; k < Cg; ++k)
+            v += static_cast<double>(w.data<float>()[m * Cg + k]) * x.data<float>()[(n * c.C + g * Cg + k) * S + i];
+          want[(n * c.M + m) * S + i] = c.relu && v < 0 ? 0.0 : v;
+        }
+    std::ostringstream t;
+    t << "<ir_version: 8, opset_import: [\"\" : 17]>\n"
+      << "g (float[" << c.N << "," << c.C << "," << c.H << "," << c.W << "] x) => (float[" << c.N << "," << c.M << ","
+      << c.H << "," << c.W << "] y)\n<float[" << c.M << "," << Cg << ",1,1] w = {" << list(w) << "}";
+    if (c.bias) t << ", float[" << c.M << "] b = {" << list(b) << "}";
+    t << ">\n{ " << (c.relu ? "t" : "y") << " = Conv <group = " << c.G << "> (x, w" << (c.bias ? ", b" : "") << ")"
+      << (c.relu ? "\n  y = Relu(t)" : "") << " }";
+    for (int level : {1, 2})
+      for (int threads : {1, 2}) {
+        const double d = worst_difference(t.str(), x, {c.N, c.M, c.H, c.W}, want, threads, level);
+        EXPECT_GE(d, 0) << c.C << "/" << c.G;
+        EXPECT_LE(d, 1e-4) << c.C << " channels in " << c.G << " groups, level " << level << ", threads " << threads;
+      }
+  }
+}
+
 }  // namespace
 }  // namespace bulkhead::test

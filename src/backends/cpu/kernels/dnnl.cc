@@ -437,37 +437,52 @@ Result<std::vector<PostOp>> parse_post_ops(const ir::Node& n, const std::string&
 // 1x1, stride 1, no padding: per image and group, Y[Mg, S] = W[Mg, Cg] * X[Cg, S] (+ bias),
 // then the post-ops, by column blocks so that each block is still in cache.
 Status conv1x1_sgemm(const std::string& where, const float* x, const float* w, const float* b, float* y, int64_t N,
-                     int64_t C, int64_t M, int64_t S, const std::vector<PostOp>& ops, const float* sum, int64_t G = 1) {
+                     int64_t C, int64_t M, int64_t S, const std::vector<PostOp>& ops, const float* sum, int64_t G,
+                     int threads) {
   const int64_t Cg = C / G, Mg = M / G;
   // oneDNN threads each sgemm on its own: for the small products of a grouped 1x1 that
   // costs more than it gains (ShuffleNet's 24 -> 112 in 4 groups at 56x56, 2.1 M
-  // multiply-adds: 0.05 ms on one thread, 0.15 ms on two). Such products run on one.
-  SerialScope one_thread(G > 1 && Mg * Cg * S < (int64_t{8} << 20));
+  // multiply-adds: 0.05 ms on one thread, 0.15 ms on two). Such products run one per
+  // thread instead, the groups (and images) shared among the threads: ShuffleNet's
+  // 544 -> 544 in 4 groups at 7x7 had run its four products one after the other on one
+  // thread at any thread count.
+  const bool small_groups = G > 1 && Mg * Cg * S < (int64_t{8} << 20);
   // Column block: Mg rows of it should stay within L2.
   int64_t blk = S;
   if (!ops.empty()) {
     blk = std::max<int64_t>(256, ((int64_t{512} << 10) / (4 * std::max<int64_t>(Mg, 1))) / 64 * 64);
     if (blk * 2 > S) blk = S;
   }
-  for (int64_t n = 0; n < N; ++n)
-    for (int64_t g = 0; g < G; ++g) {
-      const float* xp = x + (n * C + g * Cg) * S;
-      const float* wp = w + g * Mg * Cg;
-      const float* bp = b ? b + g * Mg : nullptr;
-      float* yp = y + (n * M + g * Mg) * S;
-      const float* sp = sum ? sum + (n * M + g * Mg) * S : nullptr;
-      for (int64_t c0 = 0; c0 < S; c0 += blk) {
-        int64_t nc = std::min(blk, S - c0);
-        if (bp)
-          for (int64_t m = 0; m < Mg; ++m) std::fill(yp + m * S + c0, yp + m * S + c0 + nc, bp[m]);
-        dnnl::status st = dnnl::sgemm('N', 'N', Mg, nc, Cg, 1.f, wp, Cg, xp + c0, S, bp ? 1.f : 0.f, yp + c0, S);
-        if (st != dnnl::status::success)
-          return internal_error(where + "oneDNN sgemm failed with status " + std::to_string(static_cast<int>(st)));
-        if (!ops.empty())
-          for (int64_t m = 0; m < Mg; ++m)
-            apply_post_ops(ops.data(), ops.size(), yp + m * S + c0, sp ? sp + m * S + c0 : nullptr, nc);
-      }
+  auto group = [&](int64_t n, int64_t g) -> dnnl::status {
+    const float* xp = x + (n * C + g * Cg) * S;
+    const float* wp = w + g * Mg * Cg;
+    const float* bp = b ? b + g * Mg : nullptr;
+    float* yp = y + (n * M + g * Mg) * S;
+    const float* sp = sum ? sum + (n * M + g * Mg) * S : nullptr;
+    for (int64_t c0 = 0; c0 < S; c0 += blk) {
+      int64_t nc = std::min(blk, S - c0);
+      if (bp)
+        for (int64_t m = 0; m < Mg; ++m) std::fill(yp + m * S + c0, yp + m * S + c0 + nc, bp[m]);
+      dnnl::status st = dnnl::sgemm('N', 'N', Mg, nc, Cg, 1.f, wp, Cg, xp + c0, S, bp ? 1.f : 0.f, yp + c0, S);
+      if (st != dnnl::status::success) return st;
+      if (!ops.empty())
+        for (int64_t m = 0; m < Mg; ++m)
+          apply_post_ops(ops.data(), ops.size(), yp + m * S + c0, sp ? sp + m * S + c0 : nullptr, nc);
     }
+    return dnnl::status::success;
+  };
+  std::atomic<int> failed{0};
+  if (small_groups) {
+    parallel_for(threads, N * G, 1, [&](int64_t t0, int64_t t1) {
+      SerialScope one_thread(true);  // each product on the thread that took it
+      for (int64_t t = t0; t < t1 && !failed; ++t)
+        if (dnnl::status st = group(t / G, t % G); st != dnnl::status::success) failed = static_cast<int>(st);
+    });
+  } else {
+    for (int64_t t = 0; t < N * G && !failed; ++t)
+      if (dnnl::status st = group(t / G, t % G); st != dnnl::status::success) failed = static_cast<int>(st);
+  }
+  if (failed) return internal_error(where + "oneDNN sgemm failed with status " + std::to_string(failed.load()));
   return Status::ok();
 }
 
@@ -1338,7 +1353,7 @@ Status ConvKernel::conv_into(KernelContext& ctx, const Tensor& xt, const Tensor&
       pointwise = pointwise && g.k[i] == 1 && g.s[i] == 1 && g.pb[i] == 0 && g.pe[i] == 0;
     if (pointwise)
       return conv1x1_sgemm(where, x->data<float>(), w->data<float>(), b ? b->data<float>() : nullptr, y.data<float>(), N,
-                           C, M, x->numel() / (N * C), ops, sumf, G);
+                           C, M, x->numel() / (N * C), ops, sumf, G, ctx.threads());
     // NCHW depthwise beats oneDNN + two reorders on wide planes, and the 3x3 "same" one
     // down to 12 columns (depthwise3x3s1_nchw; ShuffleNet's 14 and 28); narrower planes go to oneDNN's brdgmm/jit
     // depthwise kernels (nchw_depthwise_min_width): 544 channels at 7x7 took 28 us here,
