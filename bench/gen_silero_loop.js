@@ -95,6 +95,7 @@ async function main() {
     process.exit(1);
   }
   const ort = require('onnxruntime-node');
+  require('./ort_tmp'); // removes the empty log ONNX Runtime leaves in the temporary folder
   const session = await ort.InferenceSession.create(model, {
     executionProviders: ['cpu'],
     intraOpNumThreads: 1,

@@ -21,6 +21,7 @@ async function main() {
     process.exit(2);
   }
   const ort = require('onnxruntime-node');
+  require('./ort_tmp'); // removes the empty log ONNX Runtime leaves in the temporary folder
   // No graph optimisation: only the input metadata is needed, and constant folding the
   // light models' ConstantOfShape weights would take seconds (vgg19: ~550 MB).
   const session = await ort.InferenceSession.create(path.resolve(model), { logSeverityLevel: 3, graphOptimizationLevel: 'disabled' });

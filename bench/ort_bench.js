@@ -72,6 +72,7 @@ async function main() {
   let ort;
   try {
     ort = require('onnxruntime-node');
+    require('./ort_tmp'); // removes the empty log ONNX Runtime leaves in the temporary folder
   } catch (e) {
     console.error(`ort_bench: cannot load onnxruntime-node (${e.message}); run bench/bench.sh, which installs it`);
     process.exit(1);

@@ -43,6 +43,7 @@ async function main() {
   }
   if (!a.model) usage('no model given');
   const ort = require('onnxruntime-node');
+  require('./ort_tmp'); // removes the empty log ONNX Runtime leaves in the temporary folder
   const feeds = {};
   for (const spec of a.inputs) {
     const eq = spec.indexOf('=');

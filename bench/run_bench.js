@@ -517,7 +517,7 @@ function main() {
 
   const git = spawnSync('git', ['-C', path.dirname(HERE), 'describe', '--always', '--dirty'], { encoding: 'utf8' });
   const ortVersion = JSON.parse(fs.readFileSync(path.join(HERE, 'node_modules', 'onnxruntime-node', 'package.json'), 'utf8')).version;
-  const baseline = a.time ? runMeasured([process.execPath, '-e', "require('onnxruntime-node')"], a.time, 60000).rss_mb : null;
+  const baseline = a.time ? runMeasured([process.execPath, '-e', `require('onnxruntime-node'); require(${JSON.stringify(path.join(__dirname, 'ort_tmp.js'))})`], a.time, 60000).rss_mb : null;
   const started = Date.now();
   const meta = {
     date: new Date().toISOString(),
