@@ -76,6 +76,37 @@ class Fuser {
     return true;
   }
 
+  // A DequantizeLinear of one 8-bit tensor with one scale and zero point (constants).
+  struct Dq {
+    float scale = 0;
+    int64_t zero = 0;
+    DataType type = DataType::kUndefined;  // of the quantised tensor
+  };
+  std::optional<Dq> per_tensor_dq(const Node& n) const {
+    if (n.op_type != "DequantizeLinear" || !n.domain.empty() || n.inputs.size() < 2 || n.outputs.size() != 1 ||
+        n.has_attr("block_size"))
+      return std::nullopt;
+    if (n.has_attr("output_dtype") && n.attr_int("output_dtype", 1) != 1) return std::nullopt;
+    auto s = scalar_f32(n.inputs[1]);
+    Dq dq;
+    DataType zt = DataType::kUndefined;
+    if (!s || !zero_point(n, 2, &dq.zero, &zt)) return std::nullopt;
+    dq.scale = *s;
+    const ir::ValueInfo* xi = g_.info(n.inputs[0]);
+    dq.type = zt != DataType::kUndefined ? zt : xi ? xi->dtype : DataType::kUndefined;
+    if (dq.type != DataType::kUInt8 && dq.type != DataType::kInt8) return std::nullopt;
+    if (xi && xi->dtype != dq.type) return std::nullopt;
+    return dq;
+  }
+
+  // DequantizeLinear node `di` goes too when nothing but dead nodes and `replaced` (the
+  // node a fused one takes the place of) reads it.
+  void drop_if_unread(size_t di, size_t replaced) {
+    bool used = pinned_.count(g_.nodes[di].outputs[0]) != 0;
+    for (size_t c : consumers_[g_.nodes[di].outputs[0]]) used = used || (c != replaced && !dead_[c]);
+    if (!used) dead_[di] = true;
+  }
+
   // The group ending in QuantizeLinear node `qi`, compiled; nothing when it does not fit.
   std::optional<Node> try_fuse(size_t qi) {
     const Node& q = g_.nodes[qi];
@@ -144,11 +175,7 @@ class Fuser {
     f.attrs["_result"] = scalar(AttrType::kInt, 0, *result);
     for (size_t ni : p.nodes) dead_[ni] = true;
     // A DequantizeLinear nothing else reads goes too.
-    for (size_t di : p.dqs) {
-      bool used = pinned_.count(g_.nodes[di].outputs[0]) != 0;
-      for (size_t c : consumers_[g_.nodes[di].outputs[0]]) used = used || (!members.count(c) && !dead_[c]);
-      if (!used) dead_[di] = true;
-    }
+    for (size_t di : p.dqs) drop_if_unread(di, qi);
     return f;
   }
 
@@ -173,26 +200,14 @@ class Fuser {
     auto dp = producer_.find(m.inputs[0]);
     if (dp == producer_.end()) return std::nullopt;
     const size_t di = dp->second;
-    const Node& d = g_.nodes[di];
-    if (d.op_type != "DequantizeLinear" || !d.domain.empty() || dead_[di] || d.inputs.size() < 2 ||
-        d.outputs.size() != 1 || d.has_attr("block_size"))
-      return std::nullopt;
-    if (d.has_attr("output_dtype") && d.attr_int("output_dtype", 1) != 1) return std::nullopt;
-    auto xs = scalar_f32(d.inputs[1]);
-    int64_t zx = 0;
-    DataType zt = DataType::kUndefined;
-    if (!xs || *xs != ys || !zero_point(d, 2, &zx, &zt) || zx != zy) return std::nullopt;
-    const ir::ValueInfo* xi = g_.info(d.inputs[0]);
-    const DataType xt = zt != DataType::kUndefined ? zt : xi ? xi->dtype : DataType::kUndefined;
-    if (xt != yt || (xi && xi->dtype != xt)) return std::nullopt;
+    const std::optional<Dq> dq = dead_[di] ? std::nullopt : per_tensor_dq(g_.nodes[di]);
+    if (!dq || dq->scale != ys || dq->zero != zy || dq->type != yt) return std::nullopt;
     Node f = m;
     f.name = q.name;
-    f.inputs = {d.inputs[0]};
+    f.inputs = {g_.nodes[di].inputs[0]};
     f.outputs = {q.outputs[0]};
     dead_[mi] = true;
-    bool used = pinned_.count(d.outputs[0]) != 0;
-    for (size_t c : consumers_[d.outputs[0]]) used = used || (c != mi && !dead_[c]);
-    if (!used) dead_[di] = true;
+    drop_if_unread(di, mi);
     return f;
   }
 
@@ -230,23 +245,15 @@ class Fuser {
       return p.next++;
     };
     if (n.op_type == "DequantizeLinear") {
-      if (n.inputs.size() < 2 || n.outputs.size() != 1 || n.has_attr("block_size")) return std::nullopt;
-      if (n.has_attr("output_dtype") && n.attr_int("output_dtype", 1) != 1) return std::nullopt;
-      auto s = scalar_f32(n.inputs[1]);
-      int64_t z = 0;
-      DataType zt = DataType::kUndefined;
-      if (!s || !zero_point(n, 2, &z, &zt)) return std::nullopt;
-      const ir::ValueInfo* xi = g_.info(n.inputs[0]);
-      const DataType xt = zt != DataType::kUndefined ? zt : xi ? xi->dtype : DataType::kUndefined;
-      if (xt != DataType::kUInt8 && xt != DataType::kInt8) return std::nullopt;
-      if (xi && xi->dtype != xt) return std::nullopt;
+      const std::optional<Dq> dq = per_tensor_dq(n);
+      if (!dq) return std::nullopt;
       if (static_cast<int>(p.inputs.size()) >= kQLinearEltwiseMaxInputs) return std::nullopt;
       auto r = new_reg();
       if (!r) return std::nullopt;
       p.inputs.push_back(n.inputs[0]);
       p.input_regs.push_back(*r);
-      p.scales.push_back(*s);
-      p.zeros.push_back(z);
+      p.scales.push_back(dq->scale);
+      p.zeros.push_back(dq->zero);
       p.dqs.push_back(ni);
       return r;
     }

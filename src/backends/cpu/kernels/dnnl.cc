@@ -471,17 +471,14 @@ Status conv1x1_sgemm(const std::string& where, const float* x, const float* w, c
     }
     return dnnl::status::success;
   };
+  // Small products: one per thread, each on the thread that took it. Larger ones: one
+  // after the other on this thread, each threaded by oneDNN.
   std::atomic<int> failed{0};
-  if (small_groups) {
-    parallel_for(threads, N * G, 1, [&](int64_t t0, int64_t t1) {
-      SerialScope one_thread(true);  // each product on the thread that took it
-      for (int64_t t = t0; t < t1 && !failed; ++t)
-        if (dnnl::status st = group(t / G, t % G); st != dnnl::status::success) failed = static_cast<int>(st);
-    });
-  } else {
-    for (int64_t t = 0; t < N * G && !failed; ++t)
+  parallel_for(small_groups ? threads : 1, N * G, 1, [&](int64_t t0, int64_t t1) {
+    SerialScope one_thread(small_groups);
+    for (int64_t t = t0; t < t1 && !failed; ++t)
       if (dnnl::status st = group(t / G, t % G); st != dnnl::status::success) failed = static_cast<int>(st);
-  }
+  });
   if (failed) return internal_error(where + "oneDNN sgemm failed with status " + std::to_string(failed.load()));
   return Status::ok();
 }
