@@ -85,17 +85,20 @@ TEST(QdqEltwise, ResidualAddReluOfTwoQuantisedInputsAndInt8Output) {
 TEST(QdqEltwise, Uint8ResidualAddWithAndWithoutRelu) {
   // uint8 + uint8 -> uint8 of one shape (ResNet's residual), over more elements than one
   // thread's piece and a count no vector width divides: the same bits as the ops one node
-  // at a time, with saturation at both ends.
+  // at a time, with saturation at both ends. An output scale so small that the quotient
+  // can leave the range the one-pass loop assumes (2^29) takes the general path: the same
+  // bits too.
+  for (const char* ys : {"0.029", "0.0000000001"})
   for (const char* tail : {"  r = Relu(s)\n  yq = QuantizeLinear(r, ys, yz)\n", "  yq = QuantizeLinear(s, ys, yz)\n"}) {
     const std::string text = std::string(kHeader) + R"(g (uint8[2,64,13,11] aq, uint8[2,64,13,11] bq) => (uint8[2,64,13,11] yq)
-<float sa = {0.031}, uint8 za = {119}, float sb = {0.047}, uint8 zb = {131}, float ys = {0.029}, uint8 yz = {87}> {
+<float sa = {0.031}, uint8 za = {119}, float sb = {0.047}, uint8 zb = {131}, float ys = {)" + ys + R"(}, uint8 yz = {87}> {
   a = DequantizeLinear(aq, sa, za)
   b = DequantizeLinear(bq, sb, zb)
   s = Add(b, a)
 )" + tail + "}";
     auto ops = expect_fused_same(text, {{"aq", u8({2, 64, 13, 11}, 7)}, {"bq", u8({2, 64, 13, 11}, 8)}});
-    EXPECT_EQ(ops["QLinearEltwise"], 1) << tail;
-    EXPECT_EQ(ops["DequantizeLinear"] + ops["QuantizeLinear"] + ops["Add"] + ops["Relu"], 0) << tail;
+    EXPECT_EQ(ops["QLinearEltwise"], 1) << tail << ys;
+    EXPECT_EQ(ops["DequantizeLinear"] + ops["QuantizeLinear"] + ops["Add"] + ops["Relu"], 0) << tail << ys;
   }
 }
 

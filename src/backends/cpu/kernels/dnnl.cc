@@ -1679,12 +1679,13 @@ class IntConvKernel final : public Kernel {
     std::shared_ptr<const void> packed_hold;  // keeps packed_w's bytes (shared) alive
     bool has_packed = false;
     bool f32 = false;  // an fp32 convolution of x - zx and w_f32_ (sums exact below 2^24)
+    bool zx = false;   // the primitive takes X's zero point at run time (else it is 0)
   };
   // `fused`: the primitive requantises (fixed_) and writes fixed_->yt; else int32 sums.
   // `f32`: float32 source, weights (w_f32_) and sums instead (never fused). `x` is the
-  // logical [N, C, ...] shape; xn / yn: X / Y channels-last.
+  // logical [N, C, ...] shape; xn / yn: X / Y channels-last; zx0: X's zero point is 0.
   std::shared_ptr<const Plan> plan_for(const Shape& x, DataType xt, const Shape& w, bool fused, bool has_bias,
-                                       const Geometry& g, bool f32 = false, bool xn = false, bool yn = false) const;
+                                       const Geometry& g, bool f32, bool xn, bool yn, bool zx0) const;
   // The convolution with X / Y channels-last as `xn` / `yn` say. Only oneDNN's fused int8
   // path reads and writes channels-last; for every other path it sets *plain and returns
   // (the caller then runs it on NCHW copies).
@@ -1769,8 +1770,9 @@ memory::data_type dnnl_int_type(DataType t) {
 
 std::shared_ptr<const IntConvKernel::Plan> IntConvKernel::plan_for(const Shape& x, DataType xt, const Shape& w, bool fused,
                                                                    bool has_bias, const Geometry& g, bool f32, bool xn,
-                                                                   bool yn) const {
+                                                                   bool yn, bool zx0) const {
   std::vector<int64_t> key(x.begin(), x.end());
+  key.push_back(zx0 ? 1 : 0);
   key.push_back(xn ? 1 : 0);
   key.push_back(yn ? 1 : 0);
   key.push_back(-1);
@@ -1804,7 +1806,10 @@ std::shared_ptr<const IntConvKernel::Plan> IntConvKernel::plan_for(const Shape& 
     for (int i = 0; i < nsp; ++i) dil[i] = g.d[i] - 1;
     dnnl::primitive_attr attr;
     attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-    if (!f32) attr.set_zero_points(DNNL_ARG_SRC, 0, {DNNL_RUNTIME_S32_VAL});
+    // A source zero point costs oneDNN a compensation pass over every output; activations
+    // past a Relu have none, and the primitive without one is made for them.
+    p->zx = !f32 && !zx0;
+    if (p->zx) attr.set_zero_points(DNNL_ARG_SRC, 0, {DNNL_RUNTIME_S32_VAL});
     if (fused) {
       attr.set_output_scales(fixed_->mult.size() == 1 ? 0 : 1 << 1, fixed_->mult);
       if (fixed_->zy) attr.set_zero_points(DNNL_ARG_DST, 0, {fixed_->zy});
@@ -1956,7 +1961,7 @@ Status IntConvKernel::compute_on(KernelContext& ctx, bool xn, bool yn, bool* pla
       if (!std::isfinite(v)) return fallback();  // the reference's rule for NaN and zero scales
   }
 
-  auto p = plan_for(xshape, x->dtype(), w->shape(), fused, bias != nullptr, g, f32, xn, yn);
+  auto p = plan_for(xshape, x->dtype(), w->shape(), fused, bias != nullptr, g, f32, xn, yn, zx == 0);
   if (p->use_ref) return fallback();
   Shape out{xshape[0], M};
   out.insert(out.end(), g.out.begin(), g.out.end());
@@ -2002,7 +2007,7 @@ Status IntConvKernel::compute_on(KernelContext& ctx, bool xn, bool yn, bool* pla
     }
     int32_t zx32 = static_cast<int32_t>(zx);
     std::unordered_map<int, memory> args{{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wm}, {DNNL_ARG_DST, dst}};
-    if (!f32)
+    if (p->zx)
       args.emplace(DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC,
                    memory({{1}, memory::data_type::s32, memory::format_tag::a}, eng_, &zx32));
     if (fused && bias) args.emplace(DNNL_ARG_BIAS, memory(p->bias_md, eng_, const_cast<void*>(bias->raw())));

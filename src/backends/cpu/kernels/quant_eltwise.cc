@@ -29,7 +29,87 @@ struct Program {
   int32_t zy = 0;
   DataType yt = DataType::kUInt8;
   int result = 0, registers = 0;
+  // The program is a residual connection: Add of the two inputs, then Relu or not
+  // (ResNet's 16 per model); run by one loop per element when nothing broadcasts.
+  enum class Residual { kNo, kAdd, kAddRelu } residual = Residual::kNo;
 };
+
+// A + B [-> Relu] -> Y in one pass: the program's own operations on each element, in its
+// float32 order (this file is built with -ffp-contract=off, so no multiply and add become
+// one fused operation), without going through the registers a block at a time. Where the
+// scales bound |A + B| / y_scale below 2^29 (residual_fits), no value can be NaN, infinite
+// or beyond the range quantize_one checks for, and the rounded quotient's integer is read
+// from the bits of r + 1.5 * 2^23 (the same round half to even as quantize_one's add and
+// subtract). On AVX-512 the same loop is compiled a second time for 512-bit vectors.
+struct ResidualArgs {
+  float sa, sb, sy, inv, rlo, rhi;
+  int32_t za, zb, zy;
+};
+
+bool residual_fits(const Program& p) {
+  const double bound = 255.0 * (std::fabs(double{p.scales[0]}) + std::fabs(double{p.scales[1]}));
+  return std::isfinite(p.scales[0]) && std::isfinite(p.scales[1]) && quotient_by_reciprocal(p.ys) &&
+         bound / std::fabs(double{p.ys}) < 0x1p29 && bound < 1e30;
+}
+
+template <typename TA, typename TB, typename TY, bool kRelu>
+__attribute__((always_inline)) inline void residual_body(const TA* __restrict a, const TB* __restrict b, TY* __restrict y,
+                                                        int64_t n, const ResidualArgs& r) {
+  const float sa = r.sa, sb = r.sb, sy = r.sy, inv = r.inv, lo = r.rlo, hi = r.rhi, magic = 12582912.0f;
+  const int32_t za = r.za, zb = r.zb, zy = r.zy - 0x4B400000;  // 0x4B400000: the bits of 1.5 * 2^23
+  for (int64_t i = 0; i < n; ++i) {
+    const float fa = static_cast<float>(int32_t{a[i]} - za) * sa;
+    const float fb = static_cast<float>(int32_t{b[i]} - zb) * sb;
+    float v = fa + fb;
+    if constexpr (kRelu) v = v < 0.f ? 0.f : v;
+    const float q = v * inv;
+    float c = __builtin_fmaf(__builtin_fmaf(-q, sy, v), inv, q);
+    c = c < lo ? lo : c;
+    c = c > hi ? hi : c;
+    const float t = c + magic;
+    int32_t bits;
+    std::memcpy(&bits, &t, sizeof bits);
+    y[i] = static_cast<TY>(bits + zy);
+  }
+}
+
+template <typename TA, typename TB, typename TY, bool kRelu>
+__attribute__((noinline)) void residual_rows(const TA* a, const TB* b, TY* y, int64_t n, const ResidualArgs& r) {
+  residual_body<TA, TB, TY, kRelu>(a, b, y, n, r);
+}
+
+template <typename TA, typename TB, typename TY, bool kRelu>
+__attribute__((noinline, target("arch=x86-64-v4,prefer-vector-width=512"))) void residual_rows_512(const TA* a, const TB* b,
+                                                                                                     TY* y, int64_t n,
+                                                                                                     const ResidualArgs& r) {
+  residual_body<TA, TB, TY, kRelu>(a, b, y, n, r);
+}
+
+bool have_avx512() {
+  static const bool yes = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                          __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
+  return yes;
+}
+
+template <typename TA, typename TB, typename TY>
+void residual_dispatch(bool relu, const void* a, const void* b, void* y, int64_t n, const ResidualArgs& r) {
+  auto* pa = static_cast<const TA*>(a);
+  auto* pb = static_cast<const TB*>(b);
+  auto* py = static_cast<TY*>(y);
+  if (have_avx512()) {
+    if (relu) residual_rows_512<TA, TB, TY, true>(pa, pb, py, n, r);
+    else residual_rows_512<TA, TB, TY, false>(pa, pb, py, n, r);
+  } else {
+    if (relu) residual_rows<TA, TB, TY, true>(pa, pb, py, n, r);
+    else residual_rows<TA, TB, TY, false>(pa, pb, py, n, r);
+  }
+}
+
+template <typename TA, typename TB>
+void residual_dispatch_y(bool relu, bool y_u8, const void* a, const void* b, void* y, int64_t n, const ResidualArgs& r) {
+  if (y_u8) residual_dispatch<TA, TB, uint8_t>(relu, a, b, y, n, r);
+  else residual_dispatch<TA, TB, int8_t>(relu, a, b, y, n, r);
+}
 
 // The ops, each over one block, in loops GCC vectorises (operands as arrays or constants,
 // never a per-element choice between them).
@@ -118,6 +198,21 @@ class QLinearEltwiseKernel final : public Kernel {
       }
     const float flo = p_.yt == DataType::kUInt8 ? 0.f : -128.f, fhi = p_.yt == DataType::kUInt8 ? 255.f : 127.f;
     const float zy = static_cast<float>(p_.zy), rlo = flo - zy, rhi = fhi - zy;
+    if (all_same && p_.residual != Program::Residual::kNo && residual_fits(p_)) {
+      const bool relu = p_.residual == Program::Residual::kAddRelu, yu8 = p_.yt == DataType::kUInt8;
+      const ResidualArgs ra{p_.scales[0], p_.scales[1], p_.ys, 1.0f / p_.ys, rlo, rhi, p_.zeros[0], p_.zeros[1], p_.zy};
+      const bool a8 = in[0]->dtype() == DataType::kUInt8, b8 = in[1]->dtype() == DataType::kUInt8;
+      const uint8_t* xa = static_cast<const uint8_t*>(in[0]->raw());
+      const uint8_t* xb = static_cast<const uint8_t*>(in[1]->raw());
+      uint8_t* yp = static_cast<uint8_t*>(y.raw());
+      parallel_for(ctx.threads(), n, 1 << 14, [&](int64_t b, int64_t e) {
+        if (a8 && b8) residual_dispatch_y<uint8_t, uint8_t>(relu, yu8, xa + b, xb + b, yp + b, e - b, ra);
+        else if (a8) residual_dispatch_y<uint8_t, int8_t>(relu, yu8, xa + b, xb + b, yp + b, e - b, ra);
+        else if (b8) residual_dispatch_y<int8_t, uint8_t>(relu, yu8, xa + b, xb + b, yp + b, e - b, ra);
+        else residual_dispatch_y<int8_t, int8_t>(relu, yu8, xa + b, xb + b, yp + b, e - b, ra);
+      });
+      return Status::ok();
+    }
     const int rank = static_cast<int>(out.size());
     parallel_for(ctx.threads(), n, 1 << 13, [&](int64_t b, int64_t e) {
       std::vector<float> regs(static_cast<size_t>(p_.registers) * kBlock);
@@ -237,6 +332,14 @@ Result<std::unique_ptr<Kernel>> make_qlinear_eltwise(const KernelInfo& info) {
   if (p.result < 0 || p.result >= kQLinearEltwiseMaxRegisters || !set[p.result])
     return invalid_argument(where + "_result names no register that is written");
   p.registers = top;
+  // add(input 0, input 1) [then relu of it], the last result the output.
+  const auto& c = p.code;
+  const bool add01 = k == 2 && !c.empty() && c[0][0] == static_cast<int64_t>(Op::kAdd) &&
+                     ((c[0][2] == p.input_regs[0] && c[0][3] == p.input_regs[1]) ||
+                      (c[0][2] == p.input_regs[1] && c[0][3] == p.input_regs[0]));
+  if (add01 && c.size() == 1 && p.result == c[0][1]) p.residual = Program::Residual::kAdd;
+  if (add01 && c.size() == 2 && c[1][0] == static_cast<int64_t>(Op::kRelu) && c[1][2] == c[0][1] && p.result == c[1][1])
+    p.residual = Program::Residual::kAddRelu;
   return std::unique_ptr<Kernel>(std::make_unique<QLinearEltwiseKernel>(std::move(p)));
 }
 
