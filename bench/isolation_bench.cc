@@ -9,14 +9,13 @@
 //        the tensor, and a worker's extra time is the copy of it into shared memory and
 //        the reply.
 //      extra/MiB is (process − in-process) / MiB; GB/s is the copy rate that implies.
-// Both sessions run in this process, one after the other, on 1 intra-op thread. This
-// process and the workers run with glibc's mmap threshold raised (GLIBC_TUNABLES), so a
-// 64 MiB tensor freed by one run is reused by the next in both instead of coming back as
-// fresh pages (a page fault per 4 KiB, which would swamp the copy being measured).
+// Both sessions run in this process, one after the other, on 1 intra-op thread, with
+// glibc's malloc as a user gets it (no tuning variables): the worker keeps its tensors in
+// the same lifetime-planned arena as an in-process session and its shared-memory regions
+// from run to run, so a run does not fault in fresh pages for them.
 //
 //   isolation_bench [--calls N] [--big-calls N] [--worker PATH]
 #include <algorithm>
-#include <malloc.h>
 
 #include <chrono>
 #include <cstdio>
@@ -92,10 +91,6 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "isolation_bench: error: --calls and --big-calls must be at least 1\n");
     return 2;
   }
-  // See the header: freed large tensors are reused, here and in the workers.
-  setenv("GLIBC_TUNABLES", "glibc.malloc.mmap_threshold=1073741824:glibc.malloc.trim_threshold=4294967296", 1);
-  mallopt(M_MMAP_THRESHOLD, 1 << 30);
-  mallopt(M_TRIM_THRESHOLD, -1);
   Env env;
 
   const char* tiny = R"(<ir_version: 8, opset_import: ["" : 17]>
