@@ -7,7 +7,9 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
+#include <string>
 
 #include "backends/cpu/cpu_kernels.h"
 #include "backends/cpu/cpu_util.h"
@@ -85,9 +87,14 @@ __attribute__((noinline, target("arch=x86-64-v4,prefer-vector-width=512"))) void
   residual_body<TA, TB, TY, kRelu>(a, b, y, n, r);
 }
 
+// BULKHEAD_CPU_AVX512=0 keeps the AVX2 copy where AVX-512 exists (to test and compare it).
 bool have_avx512() {
-  static const bool yes = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                          __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
+  static const bool yes = [] {
+    const char* e = std::getenv("BULKHEAD_CPU_AVX512");
+    if (e && std::string(e) == "0") return false;
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+           __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
+  }();
   return yes;
 }
 
