@@ -198,7 +198,9 @@ class Planner {
     if (!n.domain.empty() || !only_first_output(n) || n.inputs.empty() || n.inputs[0].empty()) return Kind::kNone;
     const std::string& op = n.op_type;
     if (op == "Conv") {
-      if (n.inputs.size() < 2 || n.inputs.size() > 4 || !shape4(n.inputs[0])) return Kind::kNone;
+      // A Conv reading a channel shuffle in place (channel_shuffle.h) reads plain NCHW.
+      if (n.inputs.size() < 2 || n.inputs.size() > 4 || !shape4(n.inputs[0]) || n.has_attr("_x_shuffle"))
+        return Kind::kNone;
       const Tensor* w = constant(n.inputs[1]);
       if (!w || w->dtype() != DataType::kFloat32 || w->rank() != 4) return Kind::kNone;
       // Grouped convolutions: oneDNN's blocked kernels need whole 16-channel blocks per

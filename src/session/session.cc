@@ -7,6 +7,7 @@
 #include <unordered_set>
 
 #include "common/parse.h"
+#include "exec/channel_shuffle.h"
 #include "exec/executor.h"
 #include "exec/layout.h"
 #include "exec/optimize.h"
@@ -134,6 +135,8 @@ Result<Session> build_session(const std::shared_ptr<EnvImpl>& env, ir::Model mod
       // QDQ models: the float ops between int8 kernels in one pass (exec/qdq_eltwise.h),
       // before the layout pass, which keeps such chains channels-last.
       exec::fuse_quantized_elementwise(*impl->model.graph, impl->model.ir_version < 4);
+      // Channel shuffles read in place by the depthwise convolution after them (ShuffleNet).
+      exec::fold_channel_shuffles(*impl->model.graph, impl->model.ir_version < 4);
       exec::LayoutOptions lo;
       lo.input_defaults_constant = impl->model.ir_version < 4;
       lo.bf16 = want_bf16 && prec.note.empty();

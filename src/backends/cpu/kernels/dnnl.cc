@@ -619,8 +619,11 @@ void depthwise2d_nchw_k(const float* x, const float* w, const float* b, float* y
 // whose left or right tap lies outside the plane are computed one by one.
 // 136 channels at 28x28: 53 us on one thread, against ~100 for oneDNN's depthwise kernel
 // with a reorder each way and 172 for the row-axpy loop (an AVX-512 EPYC).
+// `planes` (or null: channel c): the input plane channel c reads, of the same image
+// (a channel shuffle read in place, exec/channel_shuffle.h).
 void depthwise3x3s1_nchw(const float* x, const float* w, const float* b, float* y, int64_t N, int64_t C, int64_t H,
-                         int64_t W, int threads, const std::vector<PostOp>& ops, const float* sum) {
+                         int64_t W, int threads, const std::vector<PostOp>& ops, const float* sum,
+                         const int64_t* planes = nullptr) {
   const int64_t HW = H * W, Wr = (W + 15) / 16 * 16, L = Wr + 2 + 8;
   parallel_for(threads, N * C, 1, [&](int64_t b0, int64_t e0) {
     // masks (left, right) of period W, 8 past it; 2 padded rows, a zero row, an output row
@@ -635,7 +638,7 @@ void depthwise3x3s1_nchw(const float* x, const float* w, const float* b, float* 
     float* zero = padded + 3 * L;
     float* row = zero + L;
     for (int64_t nc = b0; nc < e0; ++nc) {
-      const float* xp = x + nc * HW;
+      const float* xp = x + (planes ? nc - nc % C + planes[nc % C] : nc) * HW;
       float* yp = y + nc * HW;
       const float* k = w + (nc % C) * 9;
       const float bias = b ? b[nc % C] : 0.f;
@@ -783,6 +786,8 @@ class ConvKernel final : public Kernel {
     x_blocked_ = x_blocked;
     y_blocked_ = y_blocked;
   }
+  // X is the unshuffled tensor of a channel shuffle of `groups` groups (`_x_shuffle`).
+  void set_shuffle(int64_t groups) { shuffle_ = groups; }
   // SessionOptions::precision "bf16" (set by the layout pass): bfloat16 inputs and weights,
   // float32 sums; `y_bf16`: a blocked Y is stored as bfloat16 (its readers take that).
   void set_bf16(bool bf16, bool y_bf16) {
@@ -825,8 +830,10 @@ class ConvKernel final : public Kernel {
   Status conv_blocked(KernelContext& ctx, const Tensor& x, const Shape& xs, const Tensor& w, const Tensor* b, Tensor& y,
                       const Geometry& g, const Tensor* sum) const;
   // The convolution itself with `ops` fused (sum reads `sum`, of y's shape).
+  // `planes` (or null): X is a channel shuffle's input, output channel c reads X's plane
+  // planes[c] (_x_shuffle); paths that cannot read so get a shuffled copy.
   Status conv_into(KernelContext& ctx, const Tensor& x, const Tensor& w, const Tensor* b, Tensor& y, const Geometry& g,
-                   const std::vector<PostOp>& ops, const Tensor* sum) const;
+                   const std::vector<PostOp>& ops, const Tensor* sum, const int64_t* planes = nullptr) const;
 
   ConvAttrs a_;
   bool transpose_;
@@ -837,6 +844,7 @@ class ConvKernel final : public Kernel {
   bool winograd_ = true;
   // Layouts chosen by the layout pass (exec/layout.h): X and/or Y in nChw16c.
   bool x_blocked_ = false, y_blocked_ = false;
+  int64_t shuffle_ = 0;
   bool bf16_ = false, y_bf16_ = false;
   std::shared_ptr<SharedConstants> shared_;
   mutable std::mutex mu_;
@@ -1210,9 +1218,20 @@ Status ConvKernel::compute(KernelContext& ctx) const {
     }
     return conv_blocked(ctx, *x, xs, *w, b, y, g, sum);
   }
+  // A channel shuffle read in place: output channel c reads the unshuffled plane
+  // (c mod G)·(C/G) + c/G (exec/channel_shuffle.h).
+  std::vector<int64_t> planes;
+  if (shuffle_) {
+    if (x_blocked_ || y_blocked_ || rank != 4 || C % shuffle_ != 0)
+      return invalid_argument(where + "_x_shuffle " + std::to_string(shuffle_) + " needs a plain 4-D X whose channels it divides, got " +
+                              x->describe());
+    planes.resize(static_cast<size_t>(C));
+    for (int64_t c = 0; c < C; ++c) planes[c] = (c % shuffle_) * (C / shuffle_) + c / shuffle_;
+  }
+  const int64_t* pl = planes.empty() ? nullptr : planes.data();
   if (!sum || sum->shape() == yshape) {
     BH_ASSIGN_OR_RETURN(Tensor y, ctx.allocate_output(0, dt, yshape));
-    return conv_into(ctx, *x, *w, b, y, g, post_, sum);
+    return conv_into(ctx, *x, *w, b, y, g, post_, sum, pl);
   }
   // The summand broadcasts: the convolution and the ops before the sum into scratch, the
   // broadcast add into the output, then the ops after it.
@@ -1221,7 +1240,7 @@ Status ConvKernel::compute(KernelContext& ctx) const {
   std::vector<PostOp> before(post_.begin(), post_.begin() + k), after(post_.begin() + k + 1, post_.end());
   BH_ASSIGN_OR_RETURN(Shape oshape, broadcast_shapes(yshape, sum->shape(), where));
   BH_ASSIGN_OR_RETURN(Tensor t, ctx.allocate_scratch(dt, yshape));
-  BH_RETURN_IF_ERROR(conv_into(ctx, *x, *w, b, t, g, before, nullptr));
+  BH_RETURN_IF_ERROR(conv_into(ctx, *x, *w, b, t, g, before, nullptr, pl));
   BH_ASSIGN_OR_RETURN(Tensor y, ctx.allocate_output(0, dt, oshape));
   std::vector<int64_t> st = broadcast_strides(yshape, oshape), ss = broadcast_strides(sum->shape(), oshape);
   const int r = static_cast<int>(oshape.size());
@@ -1308,13 +1327,31 @@ Status ConvKernel::conv_blocked(KernelContext& ctx, const Tensor& x, const Shape
 }
 
 Status ConvKernel::conv_into(KernelContext& ctx, const Tensor& xt, const Tensor& wt, const Tensor* b, Tensor& y,
-                             const Geometry& g, const std::vector<PostOp>& ops, const Tensor* sum) const {
+                             const Geometry& g, const std::vector<PostOp>& ops, const Tensor* sum,
+                             const int64_t* planes) const {
   const std::string where = ctx.where();
   const Tensor* x = &xt;
   const Tensor* w = &wt;
   DataType dt = x->dtype();
   int64_t G = a_.group;
   int64_t N = x->dim(0), C = x->dim(1), M = y.dim(1);
+  // The depthwise 3x3 "same" kernel on NCHW (below), which can read X through `planes`.
+  const bool dw3x3s1 = dt == DataType::kFloat32 && !transpose_ && !bf16_ && g.nsp == 2 && G == C && M == C &&
+                       g.k[0] == 3 && g.k[1] == 3 && g.s[0] == 1 && g.s[1] == 1 && g.d[0] == 1 && g.d[1] == 1 &&
+                       g.pb[0] == 1 && g.pb[1] == 1 && g.pe[0] == 1 && g.pe[1] == 1 && g.in[0] >= 3 && g.in[1] >= 12;
+  Tensor shuffled;
+  if (planes && !dw3x3s1) {
+    BH_ASSIGN_OR_RETURN(shuffled, ctx.allocate_scratch(dt, x->shape()));
+    const int64_t plane = x->numel() / (N * C);
+    const size_t bytes = static_cast<size_t>(plane) * dtype_size(dt);
+    const char* src = static_cast<const char*>(x->raw());
+    char* dst = static_cast<char*>(shuffled.raw());
+    for (int64_t n = 0; n < N; ++n)
+      for (int64_t c = 0; c < C; ++c)
+        std::memcpy(dst + (n * C + c) * bytes, src + (n * C + planes[c]) * bytes, bytes);
+    x = &shuffled;
+    planes = nullptr;
+  }
   auto finish_generic = [&]() {
     if (ops.empty()) return;
     if (dt == DataType::kFloat32)
@@ -1356,10 +1393,9 @@ Status ConvKernel::conv_into(KernelContext& ctx, const Tensor& xt, const Tensor&
     // depthwise kernels (nchw_depthwise_min_width): 544 channels at 7x7 took 28 us here,
     // 23 us there with its reorders.
     const bool dw = g.nsp == 2 && G == C && M == C;
-    if (dw && g.k[0] == 3 && g.k[1] == 3 && g.s[0] == 1 && g.s[1] == 1 && g.d[0] == 1 && g.d[1] == 1 && g.pb[0] == 1 &&
-        g.pb[1] == 1 && g.pe[0] == 1 && g.pe[1] == 1 && g.in[0] >= 3 && g.in[1] >= 12) {
+    if (dw3x3s1) {
       depthwise3x3s1_nchw(x->data<float>(), w->data<float>(), b ? b->data<float>() : nullptr, y.data<float>(), N, C,
-                          g.in[0], g.in[1], ctx.threads(), ops, sumf);
+                          g.in[0], g.in[1], ctx.threads(), ops, sumf, planes);
       return Status::ok();
     }
     if (dw && g.out[1] >= nchw_depthwise_min_width()) {
@@ -1426,6 +1462,10 @@ Result<std::unique_ptr<Kernel>> make_conv(const KernelInfo& info, bool transpose
   BH_ASSIGN_OR_RETURN(bool xb, layout("_x_layout"));
   BH_ASSIGN_OR_RETURN(bool yb, layout("_y_layout"));
   BH_ASSIGN_OR_RETURN(bool bf16, bf16_precision(info));
+  const int64_t shuffle = n.attr_int("_x_shuffle", 0);
+  if (shuffle && (shuffle < 2 || transpose || xb || bf16))
+    return invalid_argument(info.where() + "unsupported _x_shuffle " + std::to_string(shuffle) +
+                            " (2 or more groups, for a float32 Conv on plain NCHW)");
   const std::string yt = n.attr_string("_y_type", "");
   if (!yt.empty() && (yt != "bf16" || !bf16 || !yb))
     return invalid_argument(info.where() + "unsupported _y_type '" + yt + "' (only bf16, for a blocked Y computed in bf16)");
@@ -1433,6 +1473,7 @@ Result<std::unique_ptr<Kernel>> make_conv(const KernelInfo& info, bool transpose
     dnnl::engine eng(dnnl::engine::kind::cpu, 0);
     auto k = std::make_unique<ConvKernel>(std::move(a), transpose, std::move(cw), std::move(eng), std::move(post));
     k->set_layouts(xb, yb);
+    k->set_shuffle(shuffle);
     k->set_bf16(bf16, !yt.empty());
     k->share_with(info.shared);
     return std::unique_ptr<Kernel>(std::move(k));
