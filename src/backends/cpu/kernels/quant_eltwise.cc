@@ -80,10 +80,16 @@ __attribute__((noinline)) void residual_rows(const TA* a, const TB* b, TY* y, in
   residual_body<TA, TB, TY, kRelu>(a, b, y, n, r);
 }
 
+// 512-bit vectors: GCC's target option for it; Clang has none there, and its own
+// min_vector_width attribute instead.
+#if defined(__clang__)
+#define BH_AVX512_LOOP __attribute__((noinline, target("arch=x86-64-v4"), min_vector_width(512)))
+#else
+#define BH_AVX512_LOOP __attribute__((noinline, target("arch=x86-64-v4,prefer-vector-width=512")))
+#endif
+
 template <typename TA, typename TB, typename TY, bool kRelu>
-__attribute__((noinline, target("arch=x86-64-v4,prefer-vector-width=512"))) void residual_rows_512(const TA* a, const TB* b,
-                                                                                                     TY* y, int64_t n,
-                                                                                                     const ResidualArgs& r) {
+BH_AVX512_LOOP void residual_rows_512(const TA* a, const TB* b, TY* y, int64_t n, const ResidualArgs& r) {
   residual_body<TA, TB, TY, kRelu>(a, b, y, n, r);
 }
 
