@@ -225,8 +225,10 @@ int run_cmd(const RunArgs& a) {
   // What a run may use: the threads asked for, at most the machine's cores (core budget).
   const int cores = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
   const int used = a.threads == 0 ? cores : std::min(a.threads, cores);
-  std::string threads = "threads " + std::to_string(used);
-  if (a.threads > cores) threads += ": " + std::to_string(a.threads) + " asked for, " + std::to_string(cores) + " cores";
+  const Session::ThreadUse tu = session->threads();
+  std::string threads = "threads " + std::to_string(tu.note.empty() ? used : tu.effective);
+  if (!tu.note.empty()) threads += ": " + tu.note + ", " + std::to_string(a.threads ? a.threads : cores) + " asked for";
+  else if (a.threads > cores) threads += ": " + std::to_string(a.threads) + " asked for, " + std::to_string(cores) + " cores";
   std::printf("latency over %d run(s): median %.3f ms  min %.3f ms  (%s)\n", a.repeat, median, sorted.front(), threads.c_str());
 
   if (!a.output_dir.empty()) {

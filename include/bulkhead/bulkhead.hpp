@@ -87,6 +87,11 @@ struct SessionOptions {
   // server's instances of one model: idle sessions then hold their weights (shared) and
   // state only. false (the default): a session keeps its arena between runs.
   bool release_idle_memory = false;
+  // CPU: a session whose every node has fewer than 16 M multiply-adds (ShuffleNet) runs
+  // on one thread whatever `threads` says (true, the default): splitting nodes that small
+  // costs more in traffic between the cores' caches than the second core gains.
+  // Session::threads() says when it did. false: the threads asked for.
+  bool one_thread_when_small = true;
   // The arithmetic of the CPU's convolutions and matrix products: "fp32" (the default)
   // or "bf16". With "bf16" (CPU sessions at optimization_level 2), every float32 Conv,
   // ConvTranspose, and MatMul/Gemm with constant weights runs on bfloat16 inputs and
@@ -190,6 +195,16 @@ class Session {
     std::string note;
   };
   PrecisionUse precision() const;
+  // The intra-op threads this session's runs use: `requested` is what
+  // SessionOptions::threads resolved to (0 = every core), `effective` what runs use, and
+  // `note` why they differ ("" when they do not): SessionOptions::one_thread_when_small.
+  // For a session in a worker process: what was asked (the worker applies the same rule
+  // to its own session). Thread-safe.
+  struct ThreadUse {
+    int requested = 1, effective = 1;
+    std::string note;
+  };
+  ThreadUse threads() const;
   const SessionOptions& options() const;
   // The pid of the worker process serving this session (isolation "process"); -1 for an
   // in-process session, and between a worker's death and its replacement.

@@ -58,7 +58,8 @@ def _worker_binary():
 
 _OPTION_NAMES = ("devices", "threads", "optimization_level", "graph_capture", "submit_policy", "isolation",
                  "worker_timeout_ms", "worker_binary", "max_file_bytes", "max_tensor_bytes", "max_loop_iterations",
-                 "run_timeout_ms", "max_concurrent_runs", "share_weights", "release_idle_memory", "precision")
+                 "run_timeout_ms", "max_concurrent_runs", "share_weights", "release_idle_memory", "one_thread_when_small",
+                 "precision")
 
 
 def _config(options=None, **kwargs):
@@ -79,7 +80,7 @@ def _config(options=None, **kwargs):
             v = list(v)
             if not v or not all(isinstance(d, str) and d for d in v):
                 raise InvalidArgument("devices must be a non-empty list of device names such as ['vulkan:0', 'cpu'], got %r" % (v,))
-        elif k in ("graph_capture", "share_weights", "release_idle_memory"):
+        elif k in ("graph_capture", "share_weights", "release_idle_memory", "one_thread_when_small"):
             if not isinstance(v, bool):
                 raise InvalidArgument("%s must be True or False, got %r" % (k, v))
         elif k in ("submit_policy", "isolation", "worker_binary", "precision"):
@@ -172,7 +173,8 @@ class Env:
         max_file_bytes, max_tensor_bytes, max_loop_iterations, run_timeout_ms,
         max_concurrent_runs, share_weights (True: share weights with the Env's other
         sessions of the same model, the default), release_idle_memory (True: give the
-        run memory back whenever no run is open), precision ("fp32" or "bf16": CPU
+        run memory back whenever no run is open), one_thread_when_small (True, the
+        default: a CPU session whose every node is small runs on one thread), precision ("fp32" or "bf16": CPU
         convolutions and products on bfloat16, fast on AMX / AVX512-BF16; see
         check(..., precision="bf16") for what it costs); or an option string in
         ``options``."""

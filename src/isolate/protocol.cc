@@ -9,8 +9,8 @@ namespace {
 
 // Every SessionOptions field must reach the worker: when this fails, a field was added
 // or changed — forward it in put_options/get_options below, then update the size.
-// (share_weights and release_idle_memory, bools, sit in what was padding after
-// max_concurrent_runs.)
+// (share_weights, release_idle_memory and one_thread_when_small, bools, sit in what was
+// padding after max_concurrent_runs.)
 static_assert(sizeof(SessionOptions) == 216,
               "SessionOptions changed: forward the new field to the worker in src/isolate/protocol.cc");
 
@@ -32,6 +32,7 @@ void put_options(Writer& w, const SessionOptions& o) {
   w.i32(o.max_concurrent_runs);
   w.u8(o.share_weights);
   w.u8(o.release_idle_memory);
+  w.u8(o.one_thread_when_small);
   w.str(o.precision);
 }
 
@@ -52,6 +53,7 @@ SessionOptions get_options(Reader& r) {
   o.max_concurrent_runs = r.i32();
   o.share_weights = r.u8() != 0;
   o.release_idle_memory = r.u8() != 0;
+  o.one_thread_when_small = r.u8() != 0;
   o.precision = r.str();
   return o;
 }

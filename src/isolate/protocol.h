@@ -25,7 +25,7 @@
 namespace bulkhead::isolate {
 
 // Bumped whenever a message changes; a worker of another version refuses to load.
-constexpr uint32_t kProtocolVersion = 4;
+constexpr uint32_t kProtocolVersion = 5;
 
 enum MessageType : uint32_t {
   kLoad = 1,

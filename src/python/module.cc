@@ -384,6 +384,7 @@ PYBIND11_MODULE(_bulkhead, m) {
       .def_readwrite("max_concurrent_runs", &SessionOptions::max_concurrent_runs)
       .def_readwrite("share_weights", &SessionOptions::share_weights)
       .def_readwrite("release_idle_memory", &SessionOptions::release_idle_memory)
+      .def_readwrite("one_thread_when_small", &SessionOptions::one_thread_when_small)
       .def_readwrite("precision", &SessionOptions::precision)
       .def("apply", [](SessionOptions& o, const std::string& spec) { ensure_ok(o.apply(spec)); })
       .def("validate", [](const SessionOptions& o) { ensure_ok(o.validate()); });

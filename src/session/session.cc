@@ -1,6 +1,8 @@
 #include <malloc.h>  // malloc_trim
 
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <condition_variable>
 #include <mutex>
 #include <thread>
@@ -12,6 +14,7 @@
 #include "exec/layout.h"
 #include "exec/optimize.h"
 #include "exec/qdq_eltwise.h"
+#include "exec/work.h"
 #include "ir/onnx_import.h"
 #include "isolate/remote_session.h"
 #include "isolate/session_hooks.h"
@@ -40,6 +43,7 @@ class SessionImpl {
   std::vector<bool> input_bindable;  // required inputs, and initializer defaults of IR >= 4 models
   std::vector<IoInfo> inputs, outputs;  // public: required inputs only
   Session::PrecisionUse precision;
+  Session::ThreadUse threads;
   // isolation "process": the session lives in a worker and runs are forwarded there
   // (no model, no plan here).
   std::unique_ptr<isolate::RemoteSession> remote;
@@ -78,6 +82,13 @@ IoInfo to_io(const ir::ValueInfo& v) {
     }
   }
   return io;
+}
+
+// BULKHEAD_CPU_SERIAL_BYTES=0 turns the CPU's policy for small work off, in the kernels
+// (backends/cpu/cpu_kernels.h) and here (a session of small nodes on one thread).
+bool small_work_policy_on() {
+  const char* e = std::getenv("BULKHEAD_CPU_SERIAL_BYTES");
+  return !(e && std::atoll(e) == 0);
 }
 
 int default_threads() {
@@ -159,6 +170,18 @@ Result<Session> build_session(const std::shared_ptr<EnvImpl>& env, ir::Model mod
     if (impl->compile_options.shared->stats().hit_bytes - hits >= (1u << 20)) malloc_trim(0);
   }
   const ir::Graph& g = *impl->model.graph;
+  // Every node too small to split: one thread (exec/work.h).
+  impl->threads.requested = impl->threads.effective = impl->compile_options.threads;
+  if (options.one_thread_when_small && impl->compile_options.threads > 1 && first.backend == "cpu" &&
+      impl->compile_options.placements.size() == 1 && small_work_policy_on()) {
+    const double macs = exec::largest_node_macs(g);
+    if (macs < exec::kSmallModelMacs) {
+      impl->compile_options.threads = impl->threads.effective = 1;
+      char note[160];
+      std::snprintf(note, sizeof note, "every node has fewer than 16 M multiply-adds (the largest %.1f M): one thread", macs / 1e6);
+      impl->threads.note = note;
+    }
+  }
   // IR >= 4: an input with an initializer is a default the caller may override. IR < 4
   // lists every initializer as an input; there they are constants (as in ONNX Runtime).
   const bool defaults_overridable = impl->model.ir_version >= 4;
@@ -330,6 +353,10 @@ Status SessionOptions::apply(const std::string& spec) {
       if (v == "1" || v == "true" || v == "on") o.release_idle_memory = true;
       else if (v == "0" || v == "false" || v == "off") o.release_idle_memory = false;
       else return invalid_argument("bad value '" + v + "' for session option 'release_idle_memory': expected 0 or 1");
+    } else if (k == "one_thread_when_small") {
+      if (v == "1" || v == "true" || v == "on") o.one_thread_when_small = true;
+      else if (v == "0" || v == "false" || v == "off") o.one_thread_when_small = false;
+      else return invalid_argument("bad value '" + v + "' for session option 'one_thread_when_small': expected 0 or 1");
     } else if (k == "precision") {
       if (v != "fp32" && v != "bf16")
         return invalid_argument("bad value '" + v + "' for session option 'precision': expected fp32 or bf16");
@@ -344,7 +371,7 @@ Status SessionOptions::apply(const std::string& spec) {
       return invalid_argument("unknown session option '" + k +
                               "' (known: devices, threads, graph_capture, optimization_level, isolation, "
                               "worker_timeout_ms, worker_binary, submit_policy, max_file_bytes, max_tensor_bytes, max_loop_iterations, "
-                              "run_timeout_ms, max_concurrent_runs, share_weights, release_idle_memory, precision)");
+                              "run_timeout_ms, max_concurrent_runs, share_weights, release_idle_memory, one_thread_when_small, precision)");
     }
   }
   *this = std::move(o);
@@ -383,6 +410,15 @@ std::vector<std::pair<std::string, int>> Session::placement() const {
     r.emplace_back(pl[i].device->info().backend + ":" + std::to_string(pl[i].device->info().ordinal),
                    impl_->plan->node_count_per_placement[i]);
   return r;
+}
+
+Session::ThreadUse Session::threads() const {
+  if (!impl_) return {};
+  if (impl_->remote) {
+    const int t = impl_->options.threads ? impl_->options.threads : default_threads();
+    return {t, t, ""};
+  }
+  return impl_->threads;
 }
 
 Session::PrecisionUse Session::precision() const {

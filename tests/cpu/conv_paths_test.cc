@@ -41,6 +41,7 @@ double worst_difference(const std::string& text, const Tensor& x, const Shape& s
                         int threads, int level = 2) {
   SessionOptions o;
   o.threads = threads;
+  o.one_thread_when_small = false;  // the kernels' own threads, whatever the model's size
   o.optimization_level = level;
   const ProfiledRun r = run_profiled(text, o, {{"x", x}});
   if (r.outputs.empty()) return -1;

@@ -112,6 +112,7 @@ Outcome run(const std::string& text, const std::string& precision, const NamedTe
   Env env;
   SessionOptions o;
   o.threads = threads;
+  o.one_thread_when_small = false;  // the kernels' own threads, whatever the model's size
   o.precision = precision;
   auto s = env.load_bytes(model_text_bytes(text), "bf16.onnx", o);
   EXPECT_TRUE(s.is_ok()) << s.status().to_string();

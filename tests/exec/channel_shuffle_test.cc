@@ -41,6 +41,7 @@ ProfiledRun at_level(const std::string& text, int level, int threads, const Name
   SessionOptions o;
   o.optimization_level = level;
   o.threads = threads;
+  o.one_thread_when_small = false;  // the kernels' own threads, whatever the model's size
   return run_profiled(text, o, in);
 }
 

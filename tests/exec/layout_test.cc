@@ -33,6 +33,7 @@ Outcome run_level(const std::string& text, int level, int threads, const NamedTe
   Env env;
   SessionOptions o;
   o.threads = threads;
+  o.one_thread_when_small = false;  // the kernels' own threads, whatever the model's size
   o.optimization_level = level;
   auto s = env.load_bytes(model_text_bytes(text), "layout.onnx", o);
   EXPECT_TRUE(s.is_ok()) << s.status().to_string();

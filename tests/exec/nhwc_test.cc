@@ -52,6 +52,7 @@ using Outcome = ProfiledRun;
 Outcome run_level(int level, int threads, const Tensor& x) {
   SessionOptions o;
   o.threads = threads;
+  o.one_thread_when_small = false;  // the kernels' own threads, whatever the model's size
   o.optimization_level = level;
   return run_profiled(model(), o, {{"xq", x}});
 }
@@ -127,6 +128,7 @@ g (uint8[N,8,H,W] xq) => (float[N,16,P,Q] y)
     for (int threads : {1, 2}) {
       o.optimization_level = 2;
       o.threads = threads;
+      o.one_thread_when_small = false;  // the kernels' own threads, whatever the model's size
       Outcome cl = run_profiled(text, o, {{"xq", x}});
       expect_same(plain, cl, "threads " + std::to_string(threads));
       EXPECT_EQ(cl.ops["MaxPool"], 2);

@@ -23,6 +23,7 @@ Outcome run_level(const std::string& text, int level, const NamedTensors& in, in
   SessionOptions o;
   o.optimization_level = level;
   o.threads = threads;
+  o.one_thread_when_small = false;  // the kernels' own threads, whatever the model's size
   return run_profiled(text, o, in);
 }
 

@@ -27,7 +27,7 @@ void register_string_kernels(KernelTable& t);
 // call of a memory-bound operator (element-wise, data movement, global pooling, normalisation,
 // layout conversion) whose inputs total less than kSerialInputBytes runs on one thread.
 // A convolution asks serial_for_macs. BULKHEAD_CPU_SERIAL_BYTES=N sets the byte bound
-// (0: the policy is off, both parts), to compare.
+// (0: the policy is off, both parts and the session rule of exec/work.h), to compare.
 inline constexpr int64_t kSerialInputBytes = int64_t{1} << 20;
 inline constexpr int64_t kSerialConvMacs = int64_t{2} << 20;
 KernelFactory serial_when_small(const std::string& op_type, KernelFactory factory);
