@@ -227,8 +227,11 @@ int run_cmd(const RunArgs& a) {
   const int used = a.threads == 0 ? cores : std::min(a.threads, cores);
   const Session::ThreadUse tu = session->threads();
   std::string threads = "threads " + std::to_string(tu.note.empty() ? used : tu.effective);
-  if (!tu.note.empty()) threads += ": " + tu.note + ", " + std::to_string(a.threads ? a.threads : cores) + " asked for";
-  else if (a.threads > cores) threads += ": " + std::to_string(a.threads) + " asked for, " + std::to_string(cores) + " cores";
+  if (!tu.note.empty()) threads += ": " + tu.note;
+  if (a.threads > cores)
+    threads += (tu.note.empty() ? ": " : "; ") + std::to_string(a.threads) + " asked for, " + std::to_string(cores) + " cores";
+  else if (!tu.note.empty())
+    threads += ", " + std::to_string(a.threads ? a.threads : cores) + " asked for";
   std::printf("latency over %d run(s): median %.3f ms  min %.3f ms  (%s)\n", a.repeat, median, sorted.front(), threads.c_str());
 
   if (!a.output_dir.empty()) {
