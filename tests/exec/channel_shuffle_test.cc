@@ -37,29 +37,9 @@ g (float[2,)" + C + "," + H + "," + W + R"(] x) => (float[2,)" + C + "," + std::
 })";
 }
 
-ProfiledRun at_level(const std::string& text, int level, int threads, const NamedTensors& in) {
-  SessionOptions o;
-  o.optimization_level = level;
-  o.threads = threads;
-  o.one_thread_when_small = false;  // the kernels' own threads, whatever the model's size
-  return run_profiled(text, o, in);
-}
-
 // Level 2 against level 1 at 1 and 2 threads; returns level 2's operator counts.
 std::map<std::string, int> expect_same_as_level1(const Case& c) {
-  const std::string text = shuffle_model(c);
-  const NamedTensors in{{"x", random_tensor({2, c.C, c.H, c.W}, 11)}};
-  const ProfiledRun plain = at_level(text, 1, 1, in);
-  std::map<std::string, int> ops;
-  for (int threads : {1, 2}) {
-    const ProfiledRun fused = at_level(text, 2, threads, in);
-    EXPECT_EQ(fused.outputs.size(), plain.outputs.size());
-    for (size_t k = 0; k < fused.outputs.size() && k < plain.outputs.size(); ++k)
-      EXPECT_TRUE(bitwise_equal(fused.outputs[k].second, plain.outputs[k].second))
-          << "output " << plain.outputs[k].first << ", threads " << threads;
-    ops = fused.ops;
-  }
-  return ops;
+  return expect_level2_same_as_level1(shuffle_model(c), {{"x", random_tensor({2, c.C, c.H, c.W}, 11)}});
 }
 
 TEST(ChannelShuffle, DepthwiseReadsTheShuffleInPlace) {

@@ -17,29 +17,9 @@ Tensor u8(const Shape& s, uint32_t seed) {
   return t;
 }
 
-using Outcome = ProfiledRun;
-
-Outcome run_level(const std::string& text, int level, const NamedTensors& in, int threads = 1) {
-  SessionOptions o;
-  o.optimization_level = level;
-  o.threads = threads;
-  o.one_thread_when_small = false;  // the kernels' own threads, whatever the model's size
-  return run_profiled(text, o, in);
-}
-
-// Runs `text` at levels 1 and 2 (1 and 2 threads): the same bits. Returns level 2's ops.
+// The outputs at level 2 are level 1's bit for bit, at 1 and 2 threads (test_util.h).
 std::map<std::string, int> expect_fused_same(const std::string& text, const NamedTensors& in) {
-  const Outcome plain = run_level(text, 1, in);
-  std::map<std::string, int> ops;
-  for (int threads : {1, 2}) {
-    Outcome fused = run_level(text, 2, in, threads);
-    EXPECT_EQ(fused.outputs.size(), plain.outputs.size());
-    for (size_t k = 0; k < fused.outputs.size() && k < plain.outputs.size(); ++k)
-      EXPECT_TRUE(bitwise_equal(fused.outputs[k].second, plain.outputs[k].second))
-          << "output " << plain.outputs[k].first << ", threads " << threads;
-    ops = fused.ops;
-  }
-  return ops;
+  return expect_level2_same_as_level1(text, in);
 }
 
 const char* kHeader = R"(<ir_version: 8, opset_import: ["" : 13]>

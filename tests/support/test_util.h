@@ -140,4 +140,28 @@ inline bool bitwise_equal(const Tensor& a, const Tensor& b) {
   return a.nbytes() == 0 || std::memcmp(a.raw(), b.raw(), a.nbytes()) == 0;
 }
 
+// Runs `text` at optimisation level 1 (one thread) and at level 2 on 1 and 2 threads
+// (SessionOptions::one_thread_when_small off: the kernels' own threads, whatever the
+// model's size): the outputs must be the same bits. Returns level 2's operator counts.
+inline std::map<std::string, int> expect_level2_same_as_level1(const std::string& text, const NamedTensors& in) {
+  auto at = [&](int level, int threads) {
+    SessionOptions o;
+    o.optimization_level = level;
+    o.threads = threads;
+    o.one_thread_when_small = false;
+    return run_profiled(text, o, in);
+  };
+  const ProfiledRun plain = at(1, 1);
+  std::map<std::string, int> ops;
+  for (int threads : {1, 2}) {
+    const ProfiledRun fused = at(2, threads);
+    EXPECT_EQ(fused.outputs.size(), plain.outputs.size());
+    for (size_t k = 0; k < fused.outputs.size() && k < plain.outputs.size(); ++k)
+      EXPECT_TRUE(bitwise_equal(fused.outputs[k].second, plain.outputs[k].second))
+          << "output " << plain.outputs[k].first << ", threads " << threads;
+    ops = fused.ops;
+  }
+  return ops;
+}
+
 }  // namespace bulkhead::test
