@@ -73,6 +73,7 @@ void write_seeds(const std::string& dir) {
   a.region_bytes = q.region_bytes;
   a.region_id = 2;
   a.profile = {{"n", "Relu", 0.5, "float32[1] -> float32[1]"}};
+  a.handled_ms = 0.75;
   put("run_reply", 3, encode(a));
   put("status", 4, encode(invalid_argument("input 'x': expected shape float32[1,N]")));
   put("values_region", 5, q.values);

@@ -181,6 +181,17 @@ int run_cmd(const RunArgs& a) {
     ro.profile = &prof;
     auto r = session->run(inputs, ro);
     if (!r.is_ok()) return fail(cmd, r.status());
+    // A worker process's hand-off (op type "(isolation)": the inputs' and outputs' copies,
+    // messages and wake-ups) is reported apart from the kernels.
+    std::vector<NodeProfile> handoff;
+    for (size_t i = 0; i < prof.size();) {
+      if (prof[i].op_type == "(isolation)") {
+        handoff.push_back(prof[i]);
+        prof.erase(prof.begin() + static_cast<long>(i));
+      } else {
+        ++i;
+      }
+    }
     std::map<std::string, std::pair<double, int>> by_op;
     double total = 0;
     for (auto& p : prof) {
@@ -199,6 +210,13 @@ int run_cmd(const RunArgs& a) {
     for (size_t i = 0; i < prof.size() && i < static_cast<size_t>(a.profile_nodes); ++i)
       std::printf("  %-28s %-14s %9.3f ms  %s\n", printable(prof[i].node).c_str(), printable(prof[i].op_type).c_str(), prof[i].ms,
                   prof[i].shapes.c_str());
+    if (!handoff.empty()) {
+      double sum = 0;
+      for (auto& h : handoff) sum += h.ms;
+      std::printf("hand-off to the worker process (%.3f ms of the run):\n", sum);
+      for (auto& h : handoff)
+        std::printf("  %-28s %9.3f ms  %s\n", printable(h.node).c_str(), h.ms, h.shapes.c_str());
+    }
   }
   if (!a.quiet) {
     std::printf("model %s\n", printable(a.model).c_str());

@@ -126,7 +126,9 @@ struct RunOptions {
   // Outputs to return, by name; empty = every graph output, in graph order.
   std::vector<std::string> outputs;
   // When set, receives the time of every node executed in this run (subgraph nodes
-  // included). Owned by the caller.
+  // included). Owned by the caller. A session in a worker process (isolation "process")
+  // adds three entries of op_type "(isolation)" for the hand-off: "inputs copied in",
+  // "outputs copied out" (shapes: the MiB copied) and "messages and wake-ups".
   std::vector<NodeProfile>* profile = nullptr;
   // This run's time limit in milliseconds: -1 = the session's run_timeout_ms, 0 = none.
   int64_t timeout_ms = -1;

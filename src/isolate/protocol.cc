@@ -1,6 +1,7 @@
 #include "isolate/protocol.h"
 
 #include <bit>
+#include <cstdio>
 
 #include "isolate/wire.h"
 
@@ -211,6 +212,7 @@ std::string encode(const RunReply& a) {
     w.u64(std::bit_cast<uint64_t>(p.ms));
     w.str(p.shapes);
   }
+  w.u64(std::bit_cast<uint64_t>(a.handled_ms));
   return w.take();
 }
 
@@ -227,8 +229,22 @@ Result<RunReply> decode_run_reply(const std::string& payload) {
     p.ms = std::bit_cast<double>(r.u64());
     p.shapes = r.str();
   }
-  if (!r.ok() || !r.at_end()) return malformed("run reply");
+  a.handled_ms = std::bit_cast<double>(r.u64());
+  if (!r.ok() || !r.at_end() || !(a.handled_ms >= 0 && a.handled_ms < 1e12)) return malformed("run reply");
   return a;
+}
+
+NodeProfile isolation_entry(const char* what, double ms, uint64_t bytes) {
+  NodeProfile p;
+  p.node = what;
+  p.op_type = kIsolationOp;
+  p.ms = ms;
+  if (bytes) {
+    char b[48];
+    std::snprintf(b, sizeof b, "%.2f MiB", static_cast<double>(bytes) / (1 << 20));
+    p.shapes = b;
+  }
+  return p;
 }
 
 std::string encode(const Status& s) {

@@ -25,7 +25,7 @@
 namespace bulkhead::isolate {
 
 // Bumped whenever a message changes; a worker of another version refuses to load.
-constexpr uint32_t kProtocolVersion = 5;
+constexpr uint32_t kProtocolVersion = 6;
 
 enum MessageType : uint32_t {
   kLoad = 1,
@@ -78,7 +78,19 @@ struct RunReply {
   uint64_t region_id = 0;
   std::string values;                // value_transfer descriptors of the outputs
   std::vector<NodeProfile> profile;
+  // Milliseconds the worker spent on the request, from reading it to sending this reply:
+  // the rest of the supervisor's wait is messaging and wake-ups (a profile's "(isolation)"
+  // entries).
+  double handled_ms = 0;
 };
+
+// A profiled run of a process-isolated session (RunOptions::profile) ends with entries
+// of this op_type for the hand-off: "inputs copied in" (the supervisor's copy into the
+// worker's input region), "outputs copied out" (the worker's copy into an output region)
+// and "messages and wake-ups" (the rest of the supervisor's wait that the worker did not
+// spend on the request); `shapes` gives the bytes copied.
+inline constexpr const char* kIsolationOp = "(isolation)";
+NodeProfile isolation_entry(const char* what, double ms, uint64_t bytes);
 
 std::string encode(const LoadRequest& r);
 Result<LoadRequest> decode_load_request(const std::string& payload);

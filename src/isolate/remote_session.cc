@@ -4,6 +4,7 @@
 #include <sys/socket.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cerrno>
 #include <cstring>
 
@@ -175,8 +176,13 @@ Result<NamedValues> RemoteSession::run(const NamedValues& inputs, const std::vec
   std::lock_guard<std::mutex> l(mu_);
   BH_RETURN_IF_ERROR(ensure_worker_locked());
 
+  using Clock = std::chrono::steady_clock;
+  auto ms_between = [](Clock::time_point a, Clock::time_point b) {
+    return std::chrono::duration<double, std::milli>(b - a).count();
+  };
   // The one copy of the inputs: into the region the worker maps (written only here,
   // between runs, and mapped read-only there).
+  const auto pack_start = Clock::now();
   BH_ASSIGN_OR_RETURN(PackedValues packed,
                       pack_values(inputs, [this](uint64_t n) { return inputs_.get(*shm_, n); }, "input"));
   RunRequest req;
@@ -198,6 +204,8 @@ Result<NamedValues> RemoteSession::run(const NamedValues& inputs, const std::vec
     ~Withdraw() { regions.withdraw(); }  // no-op once the offer is taken
   } withdraw{*outputs_};
 
+  const auto sending = Clock::now();
+  const double inputs_ms = ms_between(pack_start, sending);
   const uint64_t id = ++last_run_id_;
   bool closed = false;
   Status sent = worker_.channel->send(kRun, id, encode(req), fds, timeout_ms_, &closed);
@@ -209,7 +217,9 @@ Result<NamedValues> RemoteSession::run(const NamedValues& inputs, const std::vec
   }
   Message reply;
   std::string error;
-  switch (worker_.channel->recv(reply, timeout_ms_, &error)) {
+  const RecvState received = worker_.channel->recv(reply, timeout_ms_, &error);
+  const double waited_ms = ms_between(sending, Clock::now());
+  switch (received) {
     case RecvState::kTimeout:
       return worker_failed("did not answer within " + std::to_string(timeout_ms_) + " ms (killed)", true);
     case RecvState::kClosed: return worker_failed("died during the run (%s)", false);
@@ -243,7 +253,11 @@ Result<NamedValues> RemoteSession::run(const NamedValues& inputs, const std::vec
   bool names_match = values->size() == outputs.size();
   for (size_t i = 0; names_match && i < outputs.size(); ++i) names_match = (*values)[i].first == outputs[i];
   if (!names_match) return worker_failed("broke the protocol: returned outputs other than those asked for (killed)", true);
-  if (profile) profile->insert(profile->end(), answer->profile.begin(), answer->profile.end());
+  if (profile) {
+    profile->insert(profile->end(), answer->profile.begin(), answer->profile.end());
+    profile->push_back(isolation_entry("inputs copied in", inputs_ms, req.region_bytes));
+    profile->push_back(isolation_entry("messages and wake-ups", std::max(0.0, waited_ms - answer->handled_ms), 0));
+  }
   return std::move(values).value();
 }
 

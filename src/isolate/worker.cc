@@ -8,6 +8,7 @@
 #include <unistd.h>
 #include <sys/stat.h>
 
+#include <chrono>
 #include <cstdio>
 #include <map>
 #include <optional>
@@ -97,6 +98,10 @@ class Worker {
 
   // Answers the run on success; returns the error to report otherwise.
   Status run_inner(Message& m) {
+    const auto got = std::chrono::steady_clock::now();
+    auto ms_since = [](std::chrono::steady_clock::time_point t) {
+      return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count();
+    };
     if (!session_) return internal_error("the worker has no model loaded");
     BH_ASSIGN_OR_RETURN(RunRequest req, decode_run_request(m.payload));
     for (uint64_t id : req.forget_regions) out_regions_.erase(id);
@@ -148,8 +153,11 @@ class Worker {
       out_regions_[used] = fresh;
       return fresh;
     };
+    const auto pack_start = std::chrono::steady_clock::now();
     auto packed = pack_values(outs, into, "output", to_host);
     outs.clear();
+    if (req.profile && packed.is_ok())
+      profile.push_back(isolation_entry("outputs copied out", ms_since(pack_start), packed->region_bytes));
     if (!packed.is_ok()) {
       if (made) out_regions_.erase(used);  // the supervisor never heard of it
       return packed.status();
@@ -161,6 +169,7 @@ class Worker {
     answer.profile = std::move(profile);
     std::vector<int> fds;
     if (made) fds.push_back(SharedMemory::fd_of(*packed->region));
+    answer.handled_ms = ms_since(got);
     if (!reply(kRunDone, m.id, encode(answer), fds)) return Status(StatusCode::kUnavailable, "supervisor gone");
     return Status::ok();
   }

@@ -159,6 +159,17 @@ TEST_F(Cli, RunWithProcessIsolationMatchesInProcess) {
   ASSERT_TRUE(pa.is_ok() && pb.is_ok());
   EXPECT_TRUE(bitwise_equal(*pa, *pb));
   EXPECT_NE(b.out.find("cpu:0"), std::string::npos) << b.out;  // the worker's placement
+
+  // --profile says what the hand-off cost, apart from the kernels; in-process has none.
+  Outcome c = bulkhead(base + " --isolation process --profile", dir_);
+  ASSERT_EQ(c.code, 0) << c.err;
+  EXPECT_NE(c.out.find("hand-off to the worker process ("), std::string::npos) << c.out;
+  for (const char* what : {"inputs copied in", "outputs copied out", "messages and wake-ups"})
+    EXPECT_NE(c.out.find(what), std::string::npos) << what << "\n" << c.out;
+  EXPECT_EQ(c.out.find("(isolation)"), std::string::npos) << c.out;  // not among the kernels
+  Outcome d = bulkhead(base + " --profile", dir_);
+  ASSERT_EQ(d.code, 0) << d.err;
+  EXPECT_EQ(d.out.find("hand-off"), std::string::npos) << d.out;
 }
 
 TEST_F(Cli, ReleaseIdleMemoryGivesTheSameOutputs) {

@@ -3,6 +3,7 @@
 // killed or stopped during a run fails that run with one clear line and the next run is
 // served by a fresh worker; concurrent runs each get their own outputs; no child process
 // outlives its session. The worker is the bulkhead binary built beside these tests.
+#include <map>
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -676,8 +677,42 @@ g (string[3] s) => (string[3] t) { t = StringNormalizer <case_change_action = "U
   ro.profile = &prof;
   auto p = remote->run({{"s", s}}, ro);
   ASSERT_TRUE(p.is_ok());
-  ASSERT_EQ(prof.size(), 1u);
+  ASSERT_EQ(prof.size(), 4u);  // the node, then the hand-off's three entries
   EXPECT_EQ(prof[0].op_type, "StringNormalizer");
+  for (size_t i = 1; i < prof.size(); ++i) EXPECT_EQ(prof[i].op_type, "(isolation)");
+}
+
+TEST_F(Isolation, ProfileSaysWhatTheHandOffCost) {
+  // x and z, [256, 1024] float each (2 MiB), in; y = x + z and d = x - z (2 MiB) out.
+  std::string bytes = model_text_bytes(R"(<ir_version: 8, opset_import: ["" : 17]>
+g (float[N, M] x, float[N, M] z) => (float[N, M] y, float[N, M] d) { y = Add(x, z) d = Sub(x, z) })");
+  auto remote = env_.load_bytes(bytes, "add", process_options());
+  auto local = env_.load_bytes(bytes, "add", in_process_options());
+  ASSERT_TRUE(remote.is_ok() && local.is_ok()) << remote.status().to_string();
+  NamedTensors in = {{"x", random_tensor({256, 1024}, 1)}, {"z", random_tensor({256, 1024}, 2)}};
+  std::vector<NodeProfile> prof, local_prof;
+  RunOptions ro;
+  ro.profile = &prof;
+  auto b = remote->run(in, ro);
+  ASSERT_TRUE(b.is_ok()) << b.status().to_string();
+  ro.profile = &local_prof;
+  ASSERT_TRUE(local->run(in, ro).is_ok());
+
+  // The model's nodes as in-process, then the hand-off, after them.
+  ASSERT_EQ(prof.size(), local_prof.size() + 3);
+  for (size_t i = 0; i < local_prof.size(); ++i) EXPECT_EQ(prof[i].node, local_prof[i].node);
+  std::map<std::string, NodeProfile> handoff;
+  for (size_t i = local_prof.size(); i < prof.size(); ++i) {
+    EXPECT_EQ(prof[i].op_type, "(isolation)");
+    EXPECT_GE(prof[i].ms, 0);
+    EXPECT_LT(prof[i].ms, 60000);
+    handoff[prof[i].node] = prof[i];
+  }
+  ASSERT_EQ(handoff.size(), 3u);
+  EXPECT_EQ(handoff["inputs copied in"].shapes, "2.00 MiB");
+  EXPECT_EQ(handoff["outputs copied out"].shapes, "2.00 MiB");
+  EXPECT_EQ(handoff["messages and wake-ups"].shapes, "");
+  EXPECT_GT(handoff["messages and wake-ups"].ms, 0);
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 // output regions are reused only once released (OutputRegions).
 #include "isolate/channel.h"
 #include "isolate/output_regions.h"
+#include "isolate/protocol.h"
 #include "isolate/shared_memory.h"
 #include "isolate/value_transfer.h"
 #include "isolate/wire.h"
@@ -13,6 +14,7 @@
 #include <sys/socket.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
 namespace bulkhead::test {
@@ -361,6 +363,30 @@ TEST(Channel, MalformedRecordsAreErrors) {
     EXPECT_EQ(rx.recv(m, 1000, &err), RecvState::kError) << r.what;
     EXPECT_FALSE(err.empty()) << r.what;
   }
+}
+
+TEST(Protocol, RunReplyCarriesTheWorkersTimeAndRejectsAnImpossibleOne) {
+  RunReply a;
+  a.region_bytes = 64;
+  a.region_id = 3;
+  a.profile = {{"n", "Relu", 0.5, "float32[1] -> float32[1]"}};
+  a.handled_ms = 12.25;
+  auto b = decode_run_reply(encode(a));
+  ASSERT_TRUE(b.is_ok()) << b.status().to_string();
+  EXPECT_EQ(b->handled_ms, 12.25);
+  ASSERT_EQ(b->profile.size(), 1u);
+  EXPECT_EQ(b->profile[0].op_type, "Relu");
+  for (double bad : {-1.0, std::nan(""), 1e300}) {
+    a.handled_ms = bad;
+    auto c = decode_run_reply(encode(a));
+    ASSERT_FALSE(c.is_ok());
+    EXPECT_NE(c.status().message().find("malformed run reply"), std::string::npos) << c.status().message();
+  }
+  // A reply of the previous protocol (no time at its end) is malformed too.
+  a.handled_ms = 0;
+  std::string old = encode(a);
+  old.resize(old.size() - 8);
+  EXPECT_FALSE(decode_run_reply(old).is_ok());
 }
 
 }  // namespace
