@@ -173,5 +173,32 @@ int main(int argc, char** argv) {
   // of its inputs and outputs included).
   std::printf("\nparts (median ms): in-process F %.2f, G %.2f; worker processes F %.2f, G %.2f\n", median(part[1][0]),
               median(part[1][1]), median(part[2][0]), median(part[2][1]));
+  // The workers' hand-off, from profiled runs of the process pipeline (RunOptions::profile's
+  // "(isolation)" entries): what each part's extra time is made of.
+  std::map<std::string, std::vector<double>> handoff[2];
+  std::map<std::string, std::string> sizes[2];
+  for (int k = 0; k < runs; ++k) {
+    std::vector<NodeProfile> pr[2];
+    RunOptions ro;
+    ro.profile = &pr[0];
+    auto mid = pf->run(in, ro);
+    if (!mid.is_ok()) die(mid.status().message());
+    ro.profile = &pr[1];
+    auto out = pg->run(*mid, ro);
+    if (!out.is_ok()) die(out.status().message());
+    for (int h = 0; h < 2; ++h)
+      for (auto& e : pr[h])
+        if (e.op_type == "(isolation)") {
+          handoff[h][e.node].push_back(e.ms);
+          sizes[h][e.node] = e.shapes;
+        }
+  }
+  for (int h = 0; h < 2; ++h) {
+    std::printf("hand-off of %s (median of %d profiled runs):", h ? "G" : "F", runs);
+    for (auto& [what, v] : handoff[h])
+      std::printf(" %s %.3f ms%s%s%s;", what.c_str(), median(v), sizes[h][what].empty() ? "" : " (",
+                  sizes[h][what].c_str(), sizes[h][what].empty() ? "" : ")");
+    std::printf("\n");
+  }
   return 0;
 }
