@@ -234,14 +234,14 @@ Result<RunReply> decode_run_reply(const std::string& payload) {
   return a;
 }
 
-NodeProfile isolation_entry(const char* what, double ms, uint64_t bytes) {
+NodeProfile isolation_entry(const char* what, double ms, std::optional<uint64_t> bytes) {
   NodeProfile p;
   p.node = what;
   p.op_type = kIsolationOp;
   p.ms = ms;
   if (bytes) {
     char b[48];
-    std::snprintf(b, sizeof b, "%.2f MiB", static_cast<double>(bytes) / (1 << 20));
+    std::snprintf(b, sizeof b, "%.2f MiB", static_cast<double>(*bytes) / (1 << 20));
     p.shapes = b;
   }
   return p;

@@ -17,6 +17,7 @@
 
 #include <cstdint>
 #include <string>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -88,9 +89,11 @@ struct RunReply {
 // of this op_type for the hand-off: "inputs copied in" (the supervisor's copy into the
 // worker's input region), "outputs copied out" (the worker's copy into an output region)
 // and "messages and wake-ups" (the rest of the supervisor's wait that the worker did not
-// spend on the request); `shapes` gives the bytes copied.
+// spend on the request); `shapes` gives the bytes copied ("0.00 MiB" for outputs the run
+// wrote straight into the output region).
 inline constexpr const char* kIsolationOp = "(isolation)";
-NodeProfile isolation_entry(const char* what, double ms, uint64_t bytes);
+// `bytes`: those copied, or none for an entry that copies nothing (messages).
+NodeProfile isolation_entry(const char* what, double ms, std::optional<uint64_t> bytes);
 
 std::string encode(const LoadRequest& r);
 Result<LoadRequest> decode_load_request(const std::string& payload);

@@ -256,7 +256,7 @@ Result<NamedValues> RemoteSession::run(const NamedValues& inputs, const std::vec
   if (profile) {
     profile->insert(profile->end(), answer->profile.begin(), answer->profile.end());
     profile->push_back(isolation_entry("inputs copied in", inputs_ms, req.region_bytes));
-    profile->push_back(isolation_entry("messages and wake-ups", std::max(0.0, waited_ms - answer->handled_ms), 0));
+    profile->push_back(isolation_entry("messages and wake-ups", std::max(0.0, waited_ms - answer->handled_ms), std::nullopt));
   }
   return std::move(values).value();
 }

@@ -5,6 +5,7 @@
 
 #include "bulkhead/bulkhead.hpp"
 #include "isolate/protocol.h"
+#include "memory/planned_allocator.h"
 
 namespace bulkhead::isolate {
 
@@ -13,8 +14,11 @@ namespace bulkhead::isolate {
 ModelInfo describe_session(const Session& session);
 
 // Session::run_values, except that outputs may alias the inputs or the model's
-// weights: the worker copies every output into shared memory before the next run, so
+// weights: the worker copies such outputs into shared memory before the next run, so
 // the defensive copy an in-process caller needs would be a second copy here.
-Result<NamedValues> run_for_transfer(const Session& session, const NamedValues& inputs, const RunOptions& options);
+// `survivors`, when given, is lent to the session's host allocator for this run: the
+// blocks its plan says outlive the run (the outputs) are placed there (planned_allocator.h).
+Result<NamedValues> run_for_transfer(const Session& session, const NamedValues& inputs, const RunOptions& options,
+                                     std::shared_ptr<SurvivorRegion> survivors = nullptr);
 
 }  // namespace bulkhead::isolate

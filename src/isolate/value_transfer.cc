@@ -1,5 +1,6 @@
 #include "isolate/value_transfer.h"
 
+#include <algorithm>
 #include <cstring>
 #include <limits>
 
@@ -43,26 +44,63 @@ Result<std::shared_ptr<Buffer>> ReusableRegion::get(SharedMemory& shm, uint64_t 
 }
 
 Result<PackedValues> pack_values(const NamedValues& values, const RegionSource& into, const char* what,
-                                 const DeviceCopy& copy) {
-  // Pass 1: where each tensor goes.
-  std::vector<uint64_t> offsets;
-  uint64_t total = 0;
+                                 const DeviceCopy& copy, const InPlace& in_place) {
+  std::vector<const Tensor*> all;
   for (const auto& [name, v] : values)
     for (const Tensor* t : tensors_of(v)) {
       if (t->dtype() != DataType::kString && t->numel() > 0 && !t->raw() && !copy)
         return invalid_argument(std::string(what) + " '" + name + "': tensor " + t->describe() +
                                 " is in memory the CPU cannot read (" + t->domain().to_string() + ")");
-      uint64_t n = region_size_of(*t);
-      offsets.push_back(n ? total : 0);
+      all.push_back(t);
+    }
+  // Pass 1: where each tensor goes — where it already is, for those in place, and the
+  // others after the bytes in place; or, without them, one after the other from the start.
+  std::vector<uint64_t> offsets(all.size(), 0);
+  std::vector<bool> placed(all.size(), false);
+  auto layout = [&](bool use_in_place) {
+    uint64_t total = 0;
+    std::vector<std::pair<uint64_t, uint64_t>> taken;  // [begin, end) of tensors in place
+    if (use_in_place && in_place.base) {
+      for (size_t i = 0; i < all.size(); ++i) {
+        const Tensor& t = *all[i];
+        const uint64_t n = region_size_of(t);
+        placed[i] = false;
+        if (!n || t.dtype() == DataType::kString || !t.raw()) continue;
+        const char* q = static_cast<const char*>(t.raw());
+        if (q < in_place.base || q >= in_place.base + in_place.used) continue;
+        const uint64_t b = static_cast<uint64_t>(q - in_place.base), e = b + n;
+        if (e > in_place.used || b % kAlign) continue;
+        bool overlaps = false;
+        for (auto& [tb, te] : taken) overlaps = overlaps || (b < te && tb < e);
+        if (overlaps) continue;
+        taken.emplace_back(b, e);
+        placed[i] = true;
+        offsets[i] = b;
+      }
+      // The others after every byte the run wrote: a tensor copied may come from there.
+      total = align_up(in_place.used);
+    } else {
+      std::fill(placed.begin(), placed.end(), false);
+    }
+    for (size_t i = 0; i < all.size(); ++i) {
+      if (placed[i]) continue;
+      const uint64_t n = region_size_of(*all[i]);
+      offsets[i] = n ? total : 0;
       if (n) total = align_up(total + n);
     }
-  // Pass 2: the one copy of each tensor's bytes — a memcpy into the region's mapping, or
-  // a device copy into a view of it — and the descriptors.
+    return total;
+  };
+  uint64_t total = layout(true);
+  // Pass 2: the one copy of each other tensor's bytes — a memcpy into the region's
+  // mapping, or a device copy into a view of it — and the descriptors.
   PackedValues p;
   if (total) {
     BH_ASSIGN_OR_RETURN(p.region, into(total));
     if (!p.region || !p.region->data() || p.region->size() < total)
       return internal_error(std::string("no shared-memory region for the ") + what + "s");
+    // Another region than the one holding them: every tensor is copied, packed from its
+    // start (which takes no more than `total`).
+    if (in_place.base && p.region->data() != in_place.base) total = layout(false);
   }
   char* base = p.region ? static_cast<char*>(p.region->data()) : nullptr;
   Writer w;
@@ -77,6 +115,7 @@ Result<PackedValues> pack_values(const NamedValues& values, const RegionSource& 
     w.u32(static_cast<uint32_t>(ts.size()));
     for (const Tensor* t : ts) {
       const uint64_t off = offsets[k++], n = region_size_of(*t);
+      if (!placed[k - 1]) p.copied_bytes += n;
       if (t->dtype() == DataType::kString) {
         char* q = base + off;  // each string as its length (8 bytes) and its bytes
         for (int64_t i = 0; i < t->numel(); ++i) {
@@ -86,6 +125,8 @@ Result<PackedValues> pack_values(const NamedValues& values, const RegionSource& 
           std::memcpy(q + 8, s.data(), len);
           q += 8 + len;
         }
+      } else if (n && placed[k - 1]) {
+        // Already there: the run wrote it into this region.
       } else if (n && t->raw()) {
         std::memcpy(base + off, t->raw(), n);
       } else if (n) {

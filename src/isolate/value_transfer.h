@@ -1,6 +1,6 @@
-// Values across the process boundary with one copy each way (I8). The sender packs
-// every tensor of a message into one shared-memory region — the single copy of its
-// bytes — and the receiver wraps its mapping of the region as Tensors without copying: each Tensor is a view at an offset of the mapping, which stays mapped while
+// Values across the process boundary with at most one copy each way (I8). The sender
+// packs every tensor of a message into one shared-memory region — the single copy of its
+// bytes, or none for the outputs a worker's run wrote there itself (InPlace) — and the receiver wraps its mapping of the region as Tensors without copying: each Tensor is a view at an offset of the mapping, which stays mapped while
 // any of them lives. String tensors are not flat bytes: they are serialised into the
 // region and rebuilt on the other side. Sequences and optionals travel as lists of
 // tensors with their kind.
@@ -22,6 +22,16 @@ struct PackedValues {
   std::string descriptors;         // names, kinds, types, shapes, offsets (protocol payload)
   uint64_t region_bytes = 0;       // 0 when no tensor has bytes (then `region` is null)
   std::shared_ptr<Buffer> region;  // the mapping the bytes were written into
+  uint64_t copied_bytes = 0;       // of region_bytes, those copied (the rest were in place)
+};
+
+// Bytes already in a region: a worker's outputs its run wrote into the output region
+// (SurvivorRegion). pack_values describes a tensor whose bytes lie in [base, base + used)
+// where it is instead of copying it, when the region `into` returns is that one and the
+// tensor overlaps no other tensor so described (the receiver's tensors never share bytes).
+struct InPlace {
+  const char* base = nullptr;
+  uint64_t used = 0;
 };
 
 // Supplies pack_values with a writable mapping of at least `bytes` bytes (> 0).
@@ -48,7 +58,7 @@ using DeviceCopy = std::function<Status(const Tensor& src, const Tensor& dst)>;
 // Packs `values` into one region from `into` (asked once, only when some tensor has
 // bytes); `what` ("input", "output") names them in errors.
 Result<PackedValues> pack_values(const NamedValues& values, const RegionSource& into, const char* what,
-                                 const DeviceCopy& copy = {});
+                                 const DeviceCopy& copy = {}, const InPlace& in_place = {});
 // Rebuilds values from descriptors over `region` (null when region_bytes is 0), with no
 // copy of tensor bytes. Every offset, size, type and shape is checked against the region.
 Result<NamedValues> unpack_values(const std::string& descriptors, const std::shared_ptr<Buffer>& region,

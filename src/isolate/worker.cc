@@ -104,7 +104,22 @@ class Worker {
     };
     if (!session_) return internal_error("the worker has no model loaded");
     BH_ASSIGN_OR_RETURN(RunRequest req, decode_run_request(m.payload));
-    for (uint64_t id : req.forget_regions) out_regions_.erase(id);
+    for (uint64_t id : req.forget_regions) {
+      out_regions_.erase(id);
+      lent_.erase(id);  // blocks still living in it keep its mapping themselves
+    }
+    // The offered output region is lent to the run for its outputs (written there, not
+    // copied), unless a block of the run it was last lent to still lives in it (a failed
+    // run's, or one a kernel kept).
+    std::shared_ptr<SurvivorRegion> survivors;
+    if (req.output_region) {
+      auto it = out_regions_.find(req.output_region);
+      auto last = lent_.find(req.output_region);
+      if (it != out_regions_.end() && (last == lent_.end() || last->second->live() == 0)) {
+        survivors = std::make_shared<SurvivorRegion>(static_cast<char*>(it->second->data()), it->second->size(), it->second);
+        lent_[req.output_region] = survivors;
+      }
+    }
     std::shared_ptr<Buffer> region;
     if (req.region_bytes) {
       // The supervisor's reusable input region: mapped once, kept while it is current.
@@ -129,16 +144,18 @@ class Worker {
       ro.outputs = req.outputs;
       ro.timeout_ms = req.timeout_ms;
       if (req.profile) ro.profile = &profile;
-      BH_ASSIGN_OR_RETURN(outs, run_for_transfer(*session_, inputs, ro));
+      BH_ASSIGN_OR_RETURN(outs, run_for_transfer(*session_, inputs, ro, survivors));
     }
-    // The one copy of the outputs (they may alias the inputs, which are still mapped).
-    // Into the region the supervisor offered when they fit (no Tensor of its views it any
-    // more), else into a new one it will map.
+    // The outputs the run wrote into the offered region stay there; the one copy of the
+    // others (they may alias the inputs, which are still mapped) goes into that region
+    // when they fit (no Tensor of the supervisor's views it any more), else everything
+    // into a new one it will map.
     DeviceCopy to_host = [this](const Tensor& src, const Tensor& dst) { return env_.copy(src, dst); };
     uint64_t used = 0;
     bool made = false;
+    bool avoid_offered = false;
     RegionSource into = [&](uint64_t bytes) -> Result<std::shared_ptr<Buffer>> {
-      if (req.output_region) {
+      if (req.output_region && !avoid_offered) {
         auto it = out_regions_.find(req.output_region);
         if (it == out_regions_.end())
           return internal_error("output region " + std::to_string(req.output_region) + " is not this worker's");
@@ -154,10 +171,24 @@ class Worker {
       return fresh;
     };
     const auto pack_start = std::chrono::steady_clock::now();
-    auto packed = pack_values(outs, into, "output", to_host);
+    InPlace in_place;
+    if (survivors && survivors->used()) in_place = {survivors->base(), survivors->used()};
+    auto packed = pack_values(outs, into, "output", to_host, in_place);
     outs.clear();
+    if (packed.is_ok() && survivors && survivors->live() > 0) {
+      // Something of the run other than its outputs still lives in the offered region
+      // (a kernel kept a block the plan took for an output): the supervisor must not get
+      // that region. The outputs go into another one; this one is not lent again while
+      // such a block lives (lent_).
+      if (used == req.output_region) {
+        auto views = unpack_values(packed->descriptors, packed->region, packed->region_bytes, "output");
+        if (!views.is_ok()) return views.status();
+        avoid_offered = true;
+        packed = pack_values(*views, into, "output", to_host);
+      }
+    }
     if (req.profile && packed.is_ok())
-      profile.push_back(isolation_entry("outputs copied out", ms_since(pack_start), packed->region_bytes));
+      profile.push_back(isolation_entry("outputs copied out", ms_since(pack_start), packed->copied_bytes));
     if (!packed.is_ok()) {
       if (made) out_regions_.erase(used);  // the supervisor never heard of it
       return packed.status();
@@ -182,6 +213,9 @@ class Worker {
   uint64_t inputs_id_ = 0;
   // Output regions (output_regions.h), by id, until the supervisor forgets them.
   std::map<uint64_t, std::shared_ptr<Buffer>> out_regions_;
+  // The run each output region was last lent to (SurvivorRegion), by id: lent again only
+  // when no block of that run lives in it.
+  std::map<uint64_t, std::shared_ptr<SurvivorRegion>> lent_;
   uint64_t last_region_id_ = 0;
 };
 

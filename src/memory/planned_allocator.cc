@@ -34,6 +34,15 @@ void release_heap() {
 }
 }  // namespace
 
+void* SurvivorRegion::take(size_t bytes) {
+  size_t at = used_.load();
+  do {
+    if (bytes > size_ || at > size_ - bytes) return nullptr;
+  } while (!used_.compare_exchange_weak(at, at + bytes));
+  live_.fetch_add(1);
+  return base_ + at;
+}
+
 // One block of memory that a plan's slots are offsets into. Freed when the last run that
 // used it, and the last buffer in it, are gone.
 struct PlannedHostAllocator::Arena {
@@ -59,8 +68,9 @@ struct PlannedHostAllocator::Arena {
 class RunArena final : public RunAllocator {
  public:
   RunArena(std::shared_ptr<PlannedHostAllocator> owner, std::shared_ptr<PlannedHostAllocator::Arena> arena,
-           std::shared_ptr<const std::vector<PlannedHostAllocator::Slot>> plan)
-      : owner_(std::move(owner)), arena_(std::move(arena)), plan_(std::move(plan)) {}
+           std::shared_ptr<const std::vector<PlannedHostAllocator::Slot>> plan,
+           std::shared_ptr<SurvivorRegion> survivors)
+      : owner_(std::move(owner)), arena_(std::move(arena)), plan_(std::move(plan)), survivors_(std::move(survivors)) {}
   const Domain& domain() const override { return owner_->domain(); }
   std::string name() const override { return owner_->name() + "/run"; }
   AllocatorStats stats() const override { return owner_->stats(); }
@@ -77,7 +87,13 @@ class RunArena final : public RunAllocator {
       const auto* slot = idx < plan_->size() ? &(*plan_)[idx] : nullptr;
       if (!slot || slot->size != need) {
         diverged_ = true;
-      } else if (!slot->from_cache) {
+      } else if (slot->from_cache) {
+        // A block the plan says outlives the run: into the survivor region, if any.
+        if (survivors_ && (p = survivors_->take(need))) {
+          bytes = need;
+          handle = survivors_.get();
+        }
+      } else {
         if (overlaps_live(slot->offset, slot->offset + need)) {
           diverged_ = true;
         } else {
@@ -111,6 +127,10 @@ class RunArena final : public RunAllocator {
       }
     }
     owner_->in_use_ -= size;
+    if (handle && handle == survivors_.get()) {
+      survivors_->give();
+      return;
+    }
     if (handle) {
       auto* a = static_cast<PlannedHostAllocator::Arena*>(handle);
       a->live_blocks--;
@@ -156,6 +176,7 @@ class RunArena final : public RunAllocator {
   std::shared_ptr<PlannedHostAllocator> owner_;
   std::shared_ptr<PlannedHostAllocator::Arena> arena_;  // null: record only
   std::shared_ptr<const std::vector<PlannedHostAllocator::Slot>> plan_;
+  std::shared_ptr<SurvivorRegion> survivors_;  // null: the surviving blocks come from the cache
   // Guarded by owner_->mu_:
   std::vector<ArenaBlock> trace_;
   std::unordered_map<void*, size_t> open_;  // the run's live blocks: data → trace index
@@ -274,7 +295,14 @@ std::shared_ptr<RunAllocator> PlannedHostAllocator::open_run() {
   // Blocks of the arena still alive from an earlier run (an output the plan did not
   // expect): this run gets an arena of its own; the old one goes with its last block.
   if (arena_ && arena_->live_blocks > 0) arena_ = Arena::make(arena_->size);
-  return std::make_shared<RunArena>(std::move(self), arena_, arena_ ? plan_ : nullptr);
+  std::shared_ptr<SurvivorRegion> survivors = arena_ ? std::move(survivors_) : nullptr;
+  survivors_.reset();
+  return std::make_shared<RunArena>(std::move(self), arena_, arena_ ? plan_ : nullptr, std::move(survivors));
+}
+
+void PlannedHostAllocator::set_survivor_region(std::shared_ptr<SurvivorRegion> region) {
+  std::lock_guard lock(mu_);
+  survivors_ = std::move(region);
 }
 
 void PlannedHostAllocator::replan_locked(const std::vector<ArenaBlock>& trace, const std::vector<bool>& open) {

@@ -24,6 +24,7 @@
 // Thread-safe: one mutex guards the plan, the arena and the counters.
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -33,6 +34,37 @@
 #include "memory/caching_allocator.h"
 
 namespace bulkhead {
+
+// Memory given to one run for the blocks the plan says outlive it (its outputs): a
+// process-isolated session's worker lends its shared-memory output region here, so the
+// outputs are written where the supervisor reads them instead of being copied there
+// (isolate/worker.cc). Blocks are bump-allocated, 64-byte aligned, never reused within
+// the region; a block that does not fit comes from the cache as usual.
+//
+// Ownership: keeps `keep` (the memory's owner) alive while the region or any block in it
+// lives. Thread-safety: take() is called under the allocator's lock; the counters are
+// atomic, so live() may be read from any thread.
+class SurvivorRegion {
+ public:
+  SurvivorRegion(char* base, size_t size, std::shared_ptr<void> keep)
+      : base_(base), size_(size), keep_(std::move(keep)) {}
+  char* base() const { return base_; }
+  size_t size() const { return size_; }
+  // Bytes from the start of the region to the end of its last block.
+  size_t used() const { return used_.load(); }
+  // Blocks taken and not yet given back: 0 means no Buffer of the process points into
+  // the region any more (a run's Buffers hold its allocator, which holds the region).
+  size_t live() const { return live_.load(); }
+  // A block of `bytes` (a multiple of 64), or null when the region is full.
+  void* take(size_t bytes);
+  void give() { live_.fetch_sub(1); }
+
+ private:
+  char* base_;
+  size_t size_;
+  std::shared_ptr<void> keep_;
+  std::atomic<size_t> used_{0}, live_{0};
+};
 
 class PlannedHostAllocator final : public Allocator {
  public:
@@ -49,6 +81,9 @@ class PlannedHostAllocator final : public Allocator {
   // pages and the cache go back to the system (the next run faults them in again, the
   // plan stays). Set once, before the first run.
   void set_release_when_idle(bool on) { release_when_idle_ = on; }
+  // The next run that replays the plan takes `region` for its surviving blocks (the
+  // plan's from_cache slots); null withdraws a region no run has taken yet.
+  void set_survivor_region(std::shared_ptr<SurvivorRegion> region);
 
   // Runs that differed from the plan before the session gave planning up.
   static constexpr int kMaxReplans = 3;
@@ -80,6 +115,7 @@ class PlannedHostAllocator final : public Allocator {
   mutable std::mutex mu_;
   std::shared_ptr<Arena> arena_;                     // the current arena (null before a plan)
   std::shared_ptr<const std::vector<Slot>> plan_;    // one slot per allocation of a run
+  std::shared_ptr<SurvivorRegion> survivors_;         // for the next run that gets the arena
   bool busy_ = false;      // a run holds the arena
   bool release_when_idle_ = false;
   bool disabled_ = false;  // planning given up (or turned off)

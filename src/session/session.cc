@@ -615,9 +615,20 @@ isolate::ModelInfo isolate::describe_session(const Session& session) {
   return {s.all_inputs, s.input_required, s.input_bindable, s.outputs, session.placement(), session.precision()};
 }
 
-Result<NamedValues> isolate::run_for_transfer(const Session& session, const NamedValues& inputs, const RunOptions& options) {
+Result<NamedValues> isolate::run_for_transfer(const Session& session, const NamedValues& inputs, const RunOptions& options,
+                                              std::shared_ptr<SurvivorRegion> survivors) {
   if (!session.valid()) return invalid_argument("run on an empty Session");
-  return run_session(*SessionAccess::impl(session), inputs, options, false);
+  const SessionImpl& s = *SessionAccess::impl(session);
+  // The first planned host allocator (the CPU placement's) places the outputs; the
+  // region is withdrawn afterwards in case no run took it (a run overlapping another).
+  std::shared_ptr<PlannedHostAllocator> host;
+  if (survivors)
+    for (auto& p : s.compile_options.placements)
+      if ((host = std::dynamic_pointer_cast<PlannedHostAllocator>(p.allocator))) break;
+  if (host) host->set_survivor_region(std::move(survivors));
+  auto r = run_session(s, inputs, options, false);
+  if (host) host->set_survivor_region(nullptr);
+  return r;
 }
 
 Result<NamedTensors> Session::run(const NamedTensors& inputs, const RunOptions& options) const {

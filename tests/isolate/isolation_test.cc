@@ -234,6 +234,60 @@ g (float[N] x) => (float[N] y) { y = Neg(x) })");
   expect_neg_of(fourth, 4);
 }
 
+TEST_F(Isolation, OutputsAreWrittenStraightIntoTheOutputRegion) {
+  // Once the session's plan holds, the worker lends the offered output region to the run:
+  // the outputs are written there and nothing is copied out — and a region under held
+  // outputs is still never written.
+  std::string bytes = model_text_bytes(R"(<ir_version: 8, opset_import: ["" : 17]>
+g (float[N, M] x, float[N, M] z) => (float[N, M] y, float[N, M] d) {
+  t = Transpose<perm = [1, 0]>(x)
+  y = Transpose<perm = [1, 0]>(t)
+  u = Transpose<perm = [1, 0]>(z)
+  v = Transpose<perm = [1, 0]>(u)
+  d = Sub(v, x)
+})");
+  auto remote = env_.load_bytes(bytes, "transposes", process_options());
+  auto local = env_.load_bytes(bytes, "transposes", in_process_options());
+  ASSERT_TRUE(remote.is_ok() && local.is_ok()) << remote.status().to_string();
+  auto inputs = [](uint32_t seed) {
+    return NamedTensors{{"x", random_tensor({512, 256}, seed)}, {"z", random_tensor({512, 256}, seed + 50)}};
+  };
+  auto copied_out = [&](NamedTensors* out, uint32_t seed) {
+    std::vector<NodeProfile> prof;
+    RunOptions ro;
+    ro.profile = &prof;
+    auto r = remote->run(inputs(seed), ro);
+    EXPECT_TRUE(r.is_ok()) << r.status().to_string();
+    if (r.is_ok()) *out = *r;
+    for (auto& p : prof)
+      if (p.node == "outputs copied out") return p.shapes;
+    return std::string("none");
+  };
+  NamedTensors held;
+  EXPECT_EQ(copied_out(&held, 1), "1.00 MiB");  // the first run records the plan: copied
+  held.clear();
+  std::string last;
+  NamedTensors out;
+  for (uint32_t seed = 2; seed < 6; ++seed) {
+    last = copied_out(&out, seed);
+    auto want = local->run(inputs(seed));
+    ASSERT_TRUE(want.is_ok());
+    expect_same(*want, out);
+    out.clear();
+  }
+  EXPECT_EQ(last, "0.00 MiB") << "outputs written in place once the plan holds";
+
+  // Held outputs of a run written in place: the next runs go elsewhere.
+  NamedTensors first, second;
+  copied_out(&first, 10);
+  const void* first_at = first[0].second.raw();
+  copied_out(&second, 11);
+  EXPECT_NE(second[0].second.raw(), first_at);
+  auto want10 = local->run(inputs(10));
+  ASSERT_TRUE(want10.is_ok());
+  expect_same(*want10, first);
+}
+
 TEST_F(Isolation, PpOcrRecognitionMatchesInProcess) {
   std::string dir = shared_dir() + "/models/ppocrv4_rec";
   auto local = env_.load(dir + "/model.onnx", in_process_options());

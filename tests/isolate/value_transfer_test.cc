@@ -75,6 +75,47 @@ TEST(ValueTransfer, RoundTripIsAViewOfTheRegion) {
   EXPECT_EQ(ra.data<float>()[0], 42.f);
 }
 
+TEST(ValueTransfer, TensorsAlreadyInTheRegionAreDescribedWhereTheyAre) {
+  auto shm = SharedMemory::create("test");
+  auto region = shm->allocate(1 << 16);
+  ASSERT_TRUE(region.is_ok());
+  char* base = static_cast<char*>((*region)->data());
+  // Three tensors a run wrote into the region (the last one misaligned), one elsewhere,
+  // and one viewing the same bytes as the first.
+  auto in_region = [&](uint64_t off, const Tensor& like) {
+    Tensor t(like.dtype(), like.shape(), *region, off);
+    std::memcpy(t.raw(), like.raw(), like.nbytes());
+    return t;
+  };
+  Tensor a = random_tensor({64}, 1), b = random_tensor({32}, 2), c = random_tensor({8}, 3), d = random_tensor({16}, 4);
+  Tensor ta = in_region(0, a), tb = in_region(1024, b), tc = in_region(2052, c);
+  NamedValues vals = {{"a", Value(ta)}, {"b", Value(tb)}, {"c", Value(tc)}, {"d", Value(d)}, {"a2", Value(ta)}};
+  isolate::InPlace ip{base, 4096};
+  auto same = [&](uint64_t n) -> Result<std::shared_ptr<Buffer>> {
+    EXPECT_LE(n, (*region)->size());
+    return *region;
+  };
+  auto p = isolate::pack_values(vals, same, "output", {}, ip);
+  ASSERT_TRUE(p.is_ok()) << p.status().to_string();
+  // a and b stay; c (misaligned), d (elsewhere) and a2 (a's bytes again) are copied after.
+  EXPECT_EQ(p->copied_bytes, c.nbytes() + d.nbytes() + a.nbytes());
+  EXPECT_GE(p->region_bytes, 4096u);
+  auto out = receive(*shm, *p);
+  ASSERT_TRUE(out.is_ok()) << out.status().to_string();
+  const Tensor* want[] = {&a, &b, &c, &d, &a};
+  for (size_t i = 0; i < 5; ++i) EXPECT_TRUE(bitwise_equal((*out)[i].second.tensor, *want[i])) << i;
+  EXPECT_NE((*out)[0].second.tensor.raw(), (*out)[4].second.tensor.raw()) << "no two outputs share bytes";
+
+  // The source gives another region: everything is copied, from its start.
+  auto other = [&](uint64_t n) { return shm->allocate(n); };
+  auto q = isolate::pack_values(vals, other, "output", {}, ip);
+  ASSERT_TRUE(q.is_ok()) << q.status().to_string();
+  EXPECT_EQ(q->copied_bytes, 2 * a.nbytes() + b.nbytes() + c.nbytes() + d.nbytes());
+  auto out2 = receive(*shm, *q);
+  ASSERT_TRUE(out2.is_ok());
+  for (size_t i = 0; i < 5; ++i) EXPECT_TRUE(bitwise_equal((*out2)[i].second.tensor, *want[i])) << i;
+}
+
 TEST(ValueTransfer, ReusableRegionIsKeptGrownAndShrunk) {
   auto shm = SharedMemory::create("test");
   ReusableRegion reuse;

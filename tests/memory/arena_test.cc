@@ -202,5 +202,44 @@ TEST(PlannedHostAllocator, ABlockKeptPastItsRunIsNotReused) {
   EXPECT_EQ(static_cast<unsigned char*>((*kept)->data())[4095], 0x5a);
 }
 
+TEST(PlannedHostAllocator, SurvivingBlocksGoToTheSurvivorRegionAndItKnowsWhoStillLives) {
+  auto alloc = std::make_shared<PlannedHostAllocator>("test");
+  const size_t kb = 64 * 1024;
+  run_chain(*alloc, 6, kb);  // recorded: the last block survives its run
+  std::vector<char> memory(2 * kb + 4096);
+  char* base = memory.data() + (64 - reinterpret_cast<uintptr_t>(memory.data()) % 64) % 64;
+  auto region = std::make_shared<SurvivorRegion>(base, 2 * kb, nullptr);
+  alloc->set_survivor_region(region);
+  ChainRun r = run_chain(*alloc, 6, kb);
+  EXPECT_EQ(r.output->data(), base) << "the output was placed in the region";
+  for (size_t i = 0; i + 1 < r.addresses.size(); ++i)
+    EXPECT_TRUE(r.addresses[i] < base || r.addresses[i] >= base + 2 * kb) << "intermediates stay in the arena";
+  EXPECT_EQ(region->used(), kb);
+  EXPECT_EQ(region->live(), 1u);
+  EXPECT_EQ(static_cast<unsigned char*>(r.output->data())[kb - 1], 6);
+  r.output.reset();
+  EXPECT_EQ(region->live(), 0u) << "released: nothing of the process points into it";
+
+  // The region is taken by one run only; the next one's output comes from the cache.
+  ChainRun again = run_chain(*alloc, 6, kb);
+  EXPECT_TRUE(again.output->data() < base || again.output->data() >= base + 2 * kb);
+  EXPECT_EQ(region->used(), kb);
+
+  // A region too small for the surviving block: the cache serves it, the run is unharmed.
+  auto tiny = std::make_shared<SurvivorRegion>(base, 4096, nullptr);
+  alloc->set_survivor_region(tiny);
+  ChainRun small = run_chain(*alloc, 6, kb);
+  EXPECT_EQ(tiny->used(), 0u);
+  EXPECT_EQ(tiny->live(), 0u);
+  EXPECT_EQ(static_cast<unsigned char*>(small.output->data())[0], 6);
+
+  // Withdrawn before any run took it: untouched.
+  auto unused = std::make_shared<SurvivorRegion>(base, 2 * kb, nullptr);
+  alloc->set_survivor_region(unused);
+  alloc->set_survivor_region(nullptr);
+  run_chain(*alloc, 6, kb);
+  EXPECT_EQ(unused->used(), 0u);
+}
+
 }  // namespace
 }  // namespace bulkhead
