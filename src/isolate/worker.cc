@@ -110,12 +110,14 @@ class Worker {
     }
     // The offered output region is lent to the run for its outputs (written there, not
     // copied), unless a block of the run it was last lent to still lives in it (a failed
-    // run's, or one a kernel kept).
+    // run's, or one a kernel kept): then it is not used at all, not even for copies.
     std::shared_ptr<SurvivorRegion> survivors;
+    bool offered_usable = req.output_region != 0;
     if (req.output_region) {
       auto it = out_regions_.find(req.output_region);
       auto last = lent_.find(req.output_region);
-      if (it != out_regions_.end() && (last == lent_.end() || last->second->live() == 0)) {
+      offered_usable = last == lent_.end() || last->second->live() == 0;
+      if (it != out_regions_.end() && offered_usable) {
         survivors = std::make_shared<SurvivorRegion>(static_cast<char*>(it->second->data()), it->second->size(), it->second);
         lent_[req.output_region] = survivors;
       }
@@ -153,7 +155,7 @@ class Worker {
     DeviceCopy to_host = [this](const Tensor& src, const Tensor& dst) { return env_.copy(src, dst); };
     uint64_t used = 0;
     bool made = false;
-    bool avoid_offered = false;
+    bool avoid_offered = !offered_usable;
     RegionSource into = [&](uint64_t bytes) -> Result<std::shared_ptr<Buffer>> {
       if (req.output_region && !avoid_offered) {
         auto it = out_regions_.find(req.output_region);
