@@ -83,7 +83,7 @@ class RunArena final : public RunAllocator {
     void* p = nullptr;
     size_t bytes = 0;
     void* handle = nullptr;
-    if (!finished_ && arena_ && !diverged_) {
+    if (!finished_ && plan_ && !diverged_) {
       const auto* slot = idx < plan_->size() ? &(*plan_)[idx] : nullptr;
       if (!slot || slot->size != need) {
         diverged_ = true;
@@ -94,7 +94,7 @@ class RunArena final : public RunAllocator {
           handle = survivors_.get();
         }
       } else {
-        if (overlaps_live(slot->offset, slot->offset + need)) {
+        if (!arena_ || overlaps_live(slot->offset, slot->offset + need)) {
           diverged_ = true;
         } else {
           p = arena_->base + slot->offset;
@@ -157,7 +157,7 @@ class RunArena final : public RunAllocator {
       burst_over = owner_->run_closed_locked();
       // A failed run says nothing about the next one: keep the plan as it is; nor does
       // one whose plan held.
-      if (ok && !(arena_ && !diverged_ && trace_.size() == plan_->size())) {
+      if (ok && !(plan_ && !diverged_ && trace_.size() == plan_->size())) {
         std::vector<bool> open(trace_.size(), false);
         for (auto& [p, idx] : open_) open[idx] = true;
         owner_->replan_locked(trace_, open);
@@ -174,7 +174,7 @@ class RunArena final : public RunAllocator {
   }
 
   std::shared_ptr<PlannedHostAllocator> owner_;
-  std::shared_ptr<PlannedHostAllocator::Arena> arena_;  // null: record only
+  std::shared_ptr<PlannedHostAllocator::Arena> arena_;  // null: no block of the plan is in an arena
   std::shared_ptr<const std::vector<PlannedHostAllocator::Slot>> plan_;
   std::shared_ptr<SurvivorRegion> survivors_;  // null: the surviving blocks come from the cache
   // Guarded by owner_->mu_:
@@ -295,9 +295,9 @@ std::shared_ptr<RunAllocator> PlannedHostAllocator::open_run() {
   // Blocks of the arena still alive from an earlier run (an output the plan did not
   // expect): this run gets an arena of its own; the old one goes with its last block.
   if (arena_ && arena_->live_blocks > 0) arena_ = Arena::make(arena_->size);
-  std::shared_ptr<SurvivorRegion> survivors = arena_ ? std::move(survivors_) : nullptr;
+  std::shared_ptr<SurvivorRegion> survivors = plan_ ? std::move(survivors_) : nullptr;
   survivors_.reset();
-  return std::make_shared<RunArena>(std::move(self), arena_, arena_ ? plan_ : nullptr, std::move(survivors));
+  return std::make_shared<RunArena>(std::move(self), arena_, plan_, std::move(survivors));
 }
 
 void PlannedHostAllocator::set_survivor_region(std::shared_ptr<SurvivorRegion> region) {
@@ -322,16 +322,17 @@ void PlannedHostAllocator::replan_locked(const std::vector<ArenaBlock>& trace, c
       index.push_back(i);
     }
   ArenaPlan p = plan_arena(planned);
-  if (p.size == 0) {  // nothing a run releases: nothing to plan
-    disabled_ = true;
-    arena_.reset();
-    plan_.reset();
-    return;
-  }
   auto slots = std::make_shared<std::vector<Slot>>(trace.size());
   for (size_t i = 0; i < trace.size(); ++i) {
     (*slots)[i].size = trace[i].size;
     (*slots)[i].from_cache = open[i];
+  }
+  if (p.size == 0) {
+    // Nothing a run releases: no arena, but a plan of the blocks that outlive the run,
+    // which a survivor region can then take (a worker's outputs).
+    arena_.reset();
+    plan_ = std::move(slots);
+    return;
   }
   for (size_t k = 0; k < planned.size(); ++k) (*slots)[index[k]].offset = p.offsets[k];
   // The recorded run's blocks sit in the cache: the arena takes their place.

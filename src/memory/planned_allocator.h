@@ -8,7 +8,8 @@
 // at the same time never sharing bytes, and the cache's blocks are given back. Later runs
 // replay the plan: their i-th allocation gets the i-th block of the arena. Blocks still
 // alive when the run ended (the run's outputs, which the caller keeps) come from the
-// cache, then and later.
+// cache, then and later (or from a SurvivorRegion lent to the run). A run that releases
+// nothing gets no arena, only the plan of its surviving blocks.
 //
 // A run that does not repeat the record (different input shapes, a Loop that iterates a
 // different number of times) stops using the arena at its first difference and is

@@ -233,6 +233,21 @@ TEST(PlannedHostAllocator, SurvivingBlocksGoToTheSurvivorRegionAndItKnowsWhoStil
   EXPECT_EQ(tiny->live(), 0u);
   EXPECT_EQ(static_cast<unsigned char*>(small.output->data())[0], 6);
 
+  // A run that releases nothing (its one block is its output): no arena, yet the plan
+  // places the output in a region lent to the run.
+  auto single = std::make_shared<PlannedHostAllocator>("single");
+  run_chain(*single, 1, kb);
+  EXPECT_EQ(single->stats().arena, 0u);
+  auto lent = std::make_shared<SurvivorRegion>(base, 2 * kb, nullptr);
+  single->set_survivor_region(lent);
+  ChainRun one = run_chain(*single, 1, kb);
+  EXPECT_EQ(one.output->data(), base);
+  EXPECT_EQ(lent->live(), 1u);
+  one.output.reset();
+  EXPECT_EQ(lent->live(), 0u);
+  ChainRun longer = run_chain(*single, 3, kb);  // another run: planned again, unharmed
+  EXPECT_EQ(static_cast<unsigned char*>(longer.output->data())[0], 3);
+
   // Withdrawn before any run took it: untouched.
   auto unused = std::make_shared<SurvivorRegion>(base, 2 * kb, nullptr);
   alloc->set_survivor_region(unused);
