@@ -89,7 +89,8 @@ struct RunReply {
 // of this op_type for the hand-off: "inputs copied in" (the supervisor's copy into the
 // worker's input region), "outputs copied out" (the worker's copy into an output region)
 // and "messages and wake-ups" (the rest of the supervisor's wait that the worker did not
-// spend on the request); `shapes` gives the bytes copied ("0.00 MiB" for outputs the run
+// spend on the request — sending the reply included, which in a profiled run carries the
+// profile itself); `shapes` gives the bytes copied ("0.00 MiB" for outputs the run
 // wrote straight into the output region).
 inline constexpr const char* kIsolationOp = "(isolation)";
 // `bytes`: those copied, or none for an entry that copies nothing (messages).
