@@ -1,5 +1,6 @@
 #include "memory/host_pages.h"
 
+#include <malloc.h>  // malloc_trim
 #include <sys/mman.h>
 
 #include <algorithm>
@@ -21,6 +22,12 @@ constexpr bool kEnabled = true;
 size_t map_length(size_t size) { return (size + kPage - 1) / kPage * kPage; }
 
 }  // namespace
+
+void trim_malloc_heaps() {
+#if defined(__GLIBC__)
+  if (kEnabled) malloc_trim(0);
+#endif
+}
 
 bool host_pages_serve(size_t size, size_t alignment) { return kEnabled && size >= kHuge && alignment <= kHuge; }
 

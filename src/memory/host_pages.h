@@ -40,4 +40,10 @@ void host_block_free(void* p, size_t size);
 // not need the block's contents.
 void host_block_discard(void* p, size_t size);
 
+// Gives the free memory of malloc's heaps back to the system (glibc's malloc_trim).
+// Nothing in sanitizer builds: their malloc is not glibc's, whose malloc_trim then walks
+// heaps it never set up and crashes when called from a thread other than the first
+// (google/sanitizers#1721). Thread-safe; may take a while: call it without locks held.
+void trim_malloc_heaps();
+
 }  // namespace bulkhead

@@ -1,7 +1,5 @@
 #include "memory/planned_allocator.h"
 
-#include <malloc.h>  // malloc_trim
-
 #include <cstdlib>  // getenv
 #include <cstring>
 #include <limits>
@@ -27,11 +25,7 @@ bool planning_enabled() {
 // burst they go back to the system too. Called without the allocator's lock held (it
 // walks the process's heaps).
 namespace {
-void release_heap() {
-#if defined(__GLIBC__)
-  malloc_trim(0);
-#endif
-}
+void release_heap() { trim_malloc_heaps(); }
 }  // namespace
 
 void* SurvivorRegion::take(size_t bytes) {

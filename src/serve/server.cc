@@ -1,7 +1,6 @@
 #include "serve/server.h"
 
 #include <httplib.h>
-#include <malloc.h>
 
 #include <chrono>
 #include <cstdio>
@@ -13,6 +12,7 @@
 #include <sstream>
 
 #include "common/json_safe.h"
+#include "memory/host_pages.h"
 #include "common/text.h"
 #include "check/check.h"
 #include "io/file_set.h"
@@ -259,7 +259,7 @@ Status Server::load_model(const std::string& name) {
   for (auto& h : old) h->drain();
   if (!old.empty()) {
     old.clear();
-    malloc_trim(0);  // as after an unload
+    trim_malloc_heaps();  // as after an unload
   }
   std::string vs;
   for (auto& h : hosts) vs += (vs.empty() ? "" : ", ") + std::to_string(h->version());
@@ -284,7 +284,7 @@ Status Server::unload_model(const std::string& name) {
   // What they freed is spread over malloc's per-thread heaps (each load runs on whichever
   // HTTP thread took the request): give it back, so that cycles of load and unload leave
   // resident memory flat rather than at a plateau of one model per heap.
-  malloc_trim(0);
+  trim_malloc_heaps();
   {
     std::lock_guard lock(mu_);
     ModelState& m = models_[name];

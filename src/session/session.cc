@@ -1,5 +1,3 @@
-#include <malloc.h>  // malloc_trim
-
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -13,6 +11,7 @@
 #include "exec/executor.h"
 #include "exec/layout.h"
 #include "exec/optimize.h"
+#include "memory/host_pages.h"
 #include "exec/qdq_eltwise.h"
 #include "exec/work.h"
 #include "ir/onnx_import.h"
@@ -167,7 +166,7 @@ Result<Session> build_session(const std::shared_ptr<EnvImpl>& env, ir::Model mod
     // The copies the import made of weights another session already holds are freed now:
     // give them back to the system rather than leave them in the heap (on glibc they
     // stay resident otherwise; 8 sessions of ResNet-50 kept 20 MiB so).
-    if (impl->compile_options.shared->stats().hit_bytes - hits >= (1u << 20)) malloc_trim(0);
+    if (impl->compile_options.shared->stats().hit_bytes - hits >= (1u << 20)) trim_malloc_heaps();
   }
   const ir::Graph& g = *impl->model.graph;
   // Every node too small to split: one thread (exec/work.h).
