@@ -23,6 +23,7 @@
 #include "bulkhead/bulkhead.hpp"
 #include "check/split.h"
 #include "io/npy.h"
+#include "isolate/protocol.h"
 
 namespace {
 
@@ -173,9 +174,9 @@ int main(int argc, char** argv) {
   // of its inputs and outputs included).
   std::printf("\nparts (median ms): in-process F %.2f, G %.2f; worker processes F %.2f, G %.2f\n", median(part[1][0]),
               median(part[1][1]), median(part[2][0]), median(part[2][1]));
-  // The workers' hand-off, from profiled runs of the process pipeline (RunOptions::profile's
-  // "(isolation)" entries): what each part's extra time is made of.
-  // Besides, the parts' kernel time in the workers and in-process, profiled alike.
+  // From profiled runs, alike in-process and in workers: each part's kernel time, and the
+  // workers' hand-off (RunOptions::profile's "(isolation)" entries) — what each part's
+  // extra time is made of.
   std::map<std::string, std::vector<double>> handoff[2];
   std::map<std::string, std::string> sizes[2];
   std::vector<double> kernels[2][2];  // [in a worker][part]
@@ -194,7 +195,7 @@ int main(int argc, char** argv) {
       for (int h = 0; h < 2; ++h) {
         double sum = 0;
         for (auto& e : pr[h]) {
-          if (e.op_type != "(isolation)") {
+          if (e.op_type != isolate::kIsolationOp) {
             sum += e.ms;
           } else {
             handoff[h][e.node].push_back(e.ms);

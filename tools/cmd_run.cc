@@ -12,6 +12,7 @@
 #include "cli.h"
 #include "io/file_set.h"
 #include "io/npy.h"
+#include "isolate/protocol.h"
 
 namespace bulkhead::cli {
 namespace {
@@ -181,17 +182,12 @@ int run_cmd(const RunArgs& a) {
     ro.profile = &prof;
     auto r = session->run(inputs, ro);
     if (!r.is_ok()) return fail(cmd, r.status());
-    // A worker process's hand-off (op type "(isolation)": the inputs' and outputs' copies,
-    // messages and wake-ups) is reported apart from the kernels.
-    std::vector<NodeProfile> handoff;
-    for (size_t i = 0; i < prof.size();) {
-      if (prof[i].op_type == "(isolation)") {
-        handoff.push_back(prof[i]);
-        prof.erase(prof.begin() + static_cast<long>(i));
-      } else {
-        ++i;
-      }
-    }
+    // A worker process's hand-off (the inputs' and outputs' copies, messages and
+    // wake-ups) is reported apart from the kernels.
+    auto kernels_end = std::stable_partition(prof.begin(), prof.end(),
+                                             [](const NodeProfile& p) { return p.op_type != isolate::kIsolationOp; });
+    const std::vector<NodeProfile> handoff(kernels_end, prof.end());
+    prof.erase(kernels_end, prof.end());
     std::map<std::string, std::pair<double, int>> by_op;
     double total = 0;
     for (auto& p : prof) {

@@ -59,12 +59,12 @@ Result<PackedValues> pack_values(const NamedValues& values, const RegionSource& 
   std::vector<bool> placed(all.size(), false);
   auto layout = [&](bool use_in_place) {
     uint64_t total = 0;
+    std::fill(placed.begin(), placed.end(), false);
     std::vector<std::pair<uint64_t, uint64_t>> taken;  // [begin, end) of tensors in place
     if (use_in_place && in_place.base) {
       for (size_t i = 0; i < all.size(); ++i) {
         const Tensor& t = *all[i];
         const uint64_t n = region_size_of(t);
-        placed[i] = false;
         if (!n || t.dtype() == DataType::kString || !t.raw()) continue;
         const char* q = static_cast<const char*>(t.raw());
         if (q < in_place.base || q >= in_place.base + in_place.used) continue;
@@ -79,8 +79,6 @@ Result<PackedValues> pack_values(const NamedValues& values, const RegionSource& 
       }
       // The others after every byte the run wrote: a tensor copied may come from there.
       total = align_up(in_place.used);
-    } else {
-      std::fill(placed.begin(), placed.end(), false);
     }
     for (size_t i = 0; i < all.size(); ++i) {
       if (placed[i]) continue;

@@ -112,7 +112,7 @@ class Worker {
     // copied), unless a block of the run it was last lent to still lives in it (a failed
     // run's, or one a kernel kept): then it is not used at all, not even for copies.
     std::shared_ptr<SurvivorRegion> survivors;
-    bool offered_usable = req.output_region != 0;
+    bool offered_usable = true;
     if (req.output_region) {
       auto it = out_regions_.find(req.output_region);
       auto last = lent_.find(req.output_region);
@@ -177,17 +177,15 @@ class Worker {
     if (survivors && survivors->used()) in_place = {survivors->base(), survivors->used()};
     auto packed = pack_values(outs, into, "output", to_host, in_place);
     outs.clear();
-    if (packed.is_ok() && survivors && survivors->live() > 0) {
+    if (packed.is_ok() && survivors && survivors->live() > 0 && used == req.output_region) {
       // Something of the run other than its outputs still lives in the offered region
       // (a kernel kept a block the plan took for an output): the supervisor must not get
       // that region. The outputs go into another one; this one is not lent again while
       // such a block lives (lent_).
-      if (used == req.output_region) {
-        auto views = unpack_values(packed->descriptors, packed->region, packed->region_bytes, "output");
-        if (!views.is_ok()) return views.status();
-        avoid_offered = true;
-        packed = pack_values(*views, into, "output", to_host);
-      }
+      auto views = unpack_values(packed->descriptors, packed->region, packed->region_bytes, "output");
+      if (!views.is_ok()) return views.status();
+      avoid_offered = true;
+      packed = pack_values(*views, into, "output", to_host);
     }
     if (req.profile && packed.is_ok())
       profile.push_back(isolation_entry("outputs copied out", ms_since(pack_start), packed->copied_bytes));

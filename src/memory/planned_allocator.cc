@@ -21,13 +21,6 @@ bool planning_enabled() {
 }
 }  // namespace
 
-// Blocks under 2 MiB come from malloc, which keeps freed memory in its heaps: after a
-// burst they go back to the system too. Called without the allocator's lock held (it
-// walks the process's heaps).
-namespace {
-void release_heap() { trim_malloc_heaps(); }
-}  // namespace
-
 void* SurvivorRegion::take(size_t bytes) {
   size_t at = used_.load();
   do {
@@ -157,7 +150,9 @@ class RunArena final : public RunAllocator {
         owner_->replan_locked(trace_, open);
       }
     }
-    if (burst_over) release_heap();
+    // Blocks under 2 MiB come from malloc, which keeps freed memory in its heaps: after a
+    // burst they go back to the system too (without the lock: it walks every heap).
+    if (burst_over) trim_malloc_heaps();
   }
 
  private:
@@ -205,7 +200,7 @@ class CacheRun final : public RunAllocator {
       finished_ = true;
       burst_over = owner_->run_closed_locked();
     }
-    if (burst_over) release_heap();
+    if (burst_over) trim_malloc_heaps();  // as in RunArena::finish
   }
 
  private:

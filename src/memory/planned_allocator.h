@@ -43,14 +43,12 @@ namespace bulkhead {
 // the region; a block that does not fit comes from the cache as usual.
 //
 // Ownership: keeps `keep` (the memory's owner) alive while the region or any block in it
-// lives. Thread-safety: take() is called under the allocator's lock; the counters are
-// atomic, so live() may be read from any thread.
+// lives. Thread-safety: every member may be called from any thread (atomic counters).
 class SurvivorRegion {
  public:
   SurvivorRegion(char* base, size_t size, std::shared_ptr<void> keep)
       : base_(base), size_(size), keep_(std::move(keep)) {}
   char* base() const { return base_; }
-  size_t size() const { return size_; }
   // Bytes from the start of the region to the end of its last block.
   size_t used() const { return used_.load(); }
   // Blocks taken and not yet given back: 0 means no Buffer of the process points into

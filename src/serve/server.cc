@@ -12,11 +12,11 @@
 #include <sstream>
 
 #include "common/json_safe.h"
-#include "memory/host_pages.h"
 #include "common/text.h"
 #include "check/check.h"
 #include "io/file_set.h"
 #include "io/npy.h"
+#include "memory/host_pages.h"
 #include "serve/dashboard.h"
 #include "serve/grpc_service.h"
 #include "serve/oip.h"

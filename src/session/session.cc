@@ -11,12 +11,12 @@
 #include "exec/executor.h"
 #include "exec/layout.h"
 #include "exec/optimize.h"
-#include "memory/host_pages.h"
 #include "exec/qdq_eltwise.h"
 #include "exec/work.h"
 #include "ir/onnx_import.h"
 #include "isolate/remote_session.h"
 #include "isolate/session_hooks.h"
+#include "memory/host_pages.h"
 #include "session/env_impl.h"
 
 namespace bulkhead {
