@@ -61,10 +61,10 @@ Result<std::shared_ptr<Buffer>> CachingHostAllocator::allocate(size_t size, size
 
 void CachingHostAllocator::release(void* data, void*, size_t size) { give(data, size); }
 
-void CachingHostAllocator::give(void* data, size_t size) {
+void CachingHostAllocator::give(void* data, size_t size, bool keep) {
   std::lock_guard lock(mu_);
   in_use_ -= size;
-  if (cached_ + size > max_cached_) {
+  if (!keep || cached_ + size > max_cached_) {
     host_block_free(data, size);
     return;
   }

@@ -28,7 +28,9 @@ class CachingHostAllocator final : public Allocator {
   // The block behind allocate(), for an allocator built on this cache: at least `size`
   // bytes, `*cls` of them (its size class), counted in use until give(p, *cls).
   Result<void*> take(size_t size, size_t alignment, size_t* cls);
-  void give(void* p, size_t cls);
+  // Gives the block back: cached for the next take(), or freed when `keep` is false (or
+  // the cache is full).
+  void give(void* p, size_t cls, bool keep = true);
   // Frees every cached block.
   void trim();
 

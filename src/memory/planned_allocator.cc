@@ -131,7 +131,7 @@ class RunArena final : public RunAllocator {
         }
       return;
     }
-    owner_->cache_->give(data, size);
+    owner_->give_to_cache_locked(data, size);
   }
 
   void finish(bool ok) override {
@@ -229,11 +229,17 @@ Result<std::shared_ptr<Buffer>> PlannedHostAllocator::allocate(size_t size, size
 }
 
 void PlannedHostAllocator::release(void* data, void*, size_t size) {
-  {
-    std::lock_guard lock(mu_);
-    in_use_ -= size;
-  }
-  cache_->give(data, size);
+  std::lock_guard lock(mu_);
+  in_use_ -= size;
+  give_to_cache_locked(data, size);
+}
+
+void PlannedHostAllocator::give_to_cache_locked(void* data, size_t size) {
+  // Between the end of a burst and the next run, whatever comes back is a burst's block
+  // that its caller held past the trim (an output): it goes to the system too, or the
+  // cache would keep one output per overlapping run.
+  if (after_burst_) trimmed_ += size;
+  cache_->give(data, size, !after_burst_);
 }
 
 AllocatorStats PlannedHostAllocator::stats() const {
@@ -270,6 +276,7 @@ bool PlannedHostAllocator::run_closed_locked() {
   // beyond what one run at a time needs (the arena, and the cache blocks of its
   // outputs, which the next run takes again). Give it back to the system.
   overlapped_ = false;
+  after_burst_ = true;
   trimmed_ += cache_->bytes_cached();
   cache_->trim();
   return true;
@@ -279,6 +286,7 @@ std::shared_ptr<RunAllocator> PlannedHostAllocator::open_run() {
   std::lock_guard lock(mu_);
   auto self = std::static_pointer_cast<PlannedHostAllocator>(shared_from_this());
   if (++runs_open_ > 1) overlapped_ = true;
+  after_burst_ = false;
   if (disabled_ || busy_) return std::make_shared<CacheRun>(std::move(self));
   busy_ = true;
   // Blocks of the arena still alive from an earlier run (an output the plan did not

@@ -19,7 +19,9 @@
 //
 // Runs of one session may overlap: one run at a time holds the arena (open_run), the
 // others allocate from the cache. When the last of several overlapping runs ends, the
-// cache is given back to the system (a burst must not leave its memory behind). Each session owns its allocator (I3): no block moves
+// cache is given back to the system (a burst must not leave its memory behind), and so
+// is every block released after that until the next run opens (the burst's outputs,
+// which their callers held past the end of the burst). Each session owns its allocator (I3): no block moves
 // between sessions. BULKHEAD_CPU_ARENA=0 turns planning off for the process.
 //
 // Thread-safe: one mutex guards the plan, the arena and the counters.
@@ -107,6 +109,8 @@ class PlannedHostAllocator final : public Allocator {
   // marks those still alive at its end) instead of replaying the plan. Holds mu_.
   void replan_locked(const std::vector<ArenaBlock>& trace, const std::vector<bool>& open);
   void count_in_locked(size_t bytes);
+  // A block of the cache is free again: cached, or freed just after a burst. Holds mu_.
+  void give_to_cache_locked(void* data, size_t size);
 
   Domain domain_ = Domain::host();
   std::string name_;
@@ -121,6 +125,7 @@ class PlannedHostAllocator final : public Allocator {
   int replans_ = 0;
   int runs_open_ = 0;       // runs opened and not yet finished
   bool overlapped_ = false; // two or more were open at once since runs_open_ was last 0
+  bool after_burst_ = false; // a burst ended and no run has opened since
   size_t in_use_ = 0, peak_ = 0, trimmed_ = 0;
 };
 
