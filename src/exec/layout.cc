@@ -37,10 +37,14 @@ class Planner {
     // other kinds run blocked when all their activation inputs are.
     x_blocked_.assign(g_.nodes.size(), false);
     y_blocked_.assign(g_.nodes.size(), false);
+    for (const auto& in : g_.inputs) seed_if_shared(in.name);
     for (size_t i = 0; i < g_.nodes.size(); ++i) {
       const Node& n = g_.nodes[i];
       Kind k = kind_of(n);
-      if (k == Kind::kNone) continue;
+      if (k == Kind::kNone) {
+        for (const auto& o : n.outputs) seed_if_shared(o);
+        continue;
+      }
       const std::string& out = n.outputs[0];
       // A graph output (or a value a subgraph reads) is blocked only when a reader here
       // takes it blocked; its plain name then comes from one FromBlocked16. (Writing it
@@ -54,6 +58,7 @@ class Planner {
         x_blocked_[i] = y_blocked_[i] = true;
       }
       if (y_blocked_[i]) blocked_.insert(out);
+      else seed_if_shared(out);
     }
 
     // Rewrite.
@@ -94,13 +99,24 @@ class Planner {
       return a;
     };
 
+    // A plain value that several Convs read blocked: one conversion, right after it is
+    // made (its plain readers read it as it is).
+    auto convert_seeded = [&](const std::string& v) {
+      if (!seeded_.count(v)) return;
+      plain_made.insert(v);
+      add_blocked_info(v);
+      convert("ToBlocked16", v, bname(v));
+    };
+    for (const auto& in : g_.inputs) convert_seeded(in.name);
     for (size_t i = 0; i < g_.nodes.size(); ++i) {
       Node n = std::move(g_.nodes[i]);
       Kind k = kind_of(n);
       if (!x_blocked_[i] && !y_blocked_[i]) {
         for (const auto& in : n.inputs)
           if (!in.empty()) ensure_plain(in);
+        const std::vector<std::string> outs = n.outputs;
         out_nodes.push_back(std::move(n));
+        for (const auto& o : outs) convert_seeded(o);
         continue;
       }
       ++stats_.blocked_nodes;
@@ -286,6 +302,27 @@ class Planner {
     }
   }
 
+  // A plain value (a graph input, or what a node writes plain) that two or more Convs
+  // read as X: each would reorder it to nChw16c inside (a split model's back part reads
+  // its cut values so), where one conversion serves them all. Marks it blocked; the
+  // rewrite adds the ToBlocked16. One Conv reader gains nothing from it, and neither
+  // does a 1-15 channel image (oneDNN's first-layer kernels read plain NCHW).
+  void seed_if_shared(const std::string& v) {
+    if (v.empty() || blocked_.count(v)) return;
+    const auto* s = shape4(v);
+    if (!s || (*s)[1].value < kBlock) return;
+    auto it = consumers_.find(v);
+    if (it == consumers_.end()) return;
+    int convs = 0;
+    for (size_t j : it->second) {
+      const Node& n = g_.nodes[j];
+      if (kind_of(n) == Kind::kConv && n.inputs[0] == v) ++convs;
+    }
+    if (convs < 2) return;
+    blocked_.insert(v);
+    seeded_.insert(v);
+  }
+
   // Whether some reader of `v` would take it blocked (so a Conv producing it should
   // write it blocked).
   bool wanted_blocked(const std::string& v) const {
@@ -326,6 +363,7 @@ class Planner {
   Graph& g_;
   bool input_defaults_constant_;
   std::unordered_set<std::string> pinned_, blocked_;
+  std::unordered_set<std::string> seeded_;  // plain values converted once for their Convs
   std::vector<bool> x_blocked_, y_blocked_;
   std::unordered_map<std::string, std::vector<size_t>> consumers_;
   LayoutStats stats_;

@@ -214,6 +214,39 @@ TEST(Layout, GraphOutputReadByAConvStaysBlocked) {
   EXPECT_EQ(o.ops["ToBlocked16"], 0);
 }
 
+TEST(Layout, APlainValueThatSeveralConvsReadIsConvertedOnce) {
+  // A graph input of 32 channels (a split model's back part takes its cut values so) read
+  // by a 3x3 and a depthwise Conv, and an unaligned Concat (20 + 12 channels, plain) read
+  // by two Convs: one ToBlocked16 each, after which the Convs read blocked. A graph input
+  // that one Conv reads (z) and the 3-channel image (x) stay plain: the Conv reorders it
+  // itself at the same cost, and oneDNN's first-layer kernels read plain NCHW.
+  std::string text = "<ir_version: 8, opset_import: [\"\" : 17]>\n"
+                     "g (float[1,3,8,8] x, float[1,32,8,8] u, float[1,32,8,8] z) => (float[1,16,8,8] y)\n<" +
+                     conv_weights("w1", 20, 3, 3, 31) + ", " + conv_weights("w2", 12, 3, 3, 32) + ", " +
+                     conv_weights("wa", 16, 32, 3, 33) + ", " + conv_weights("wb", 16, 32, 1, 34) + ", " +
+                     conv_weights("wc", 16, 32, 3, 35) + ", " + conv_weights("we", 16, 32, 1, 36) + ", " +
+                     conv_weights("wz", 16, 32, 1, 37) + ", float[32,1,3,3] wd = {" + values(32 * 9, 38) + "}" +
+                     ">\n{\n"
+                     "  a = Conv <pads = [1, 1, 1, 1]> (u, wa, wa_b)\n"
+                     "  d = Conv <group = 32, pads = [1, 1, 1, 1]> (u, wd)\n"
+                     "  b = Conv (d, wb, wb_b)\n"
+                     "  c1 = Conv <pads = [1, 1, 1, 1]> (x, w1, w1_b)\n"
+                     "  c2 = Conv <pads = [1, 1, 1, 1]> (x, w2, w2_b)\n"
+                     "  cat = Concat <axis = 1> (c1, c2)\n"
+                     "  c = Conv <pads = [1, 1, 1, 1]> (cat, wc, wc_b)\n"
+                     "  e = Conv (cat, we, we_b)\n"
+                     "  f = Conv (z, wz, wz_b)\n"
+                     "  s1 = Add(a, b)\n"
+                     "  s2 = Add(c, e)\n"
+                     "  s3 = Add(s1, s2)\n"
+                     "  y = Add(s3, f)\n"
+                     "}";
+  Outcome o = check_same(text, {{"x", random_tensor({1, 3, 8, 8}, 39)},
+                                {"u", random_tensor({1, 32, 8, 8}, 40)},
+                                {"z", random_tensor({1, 32, 8, 8}, 41)}});
+  EXPECT_EQ(o.ops["ToBlocked16"], 2);  // u and cat
+}
+
 TEST(Layout, UnalignedConcatAndMixedBinaryStayPlain) {
   // 20 + 12 channels cannot be concatenated in nChw16c, and a Mul of a blocked tensor
   // and a graph input runs plain: both get their inputs converted back, and the results
