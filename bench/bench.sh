@@ -4,6 +4,7 @@
 #   bench/bench.sh [--models all|a,b] [--threads 1,2] [--rounds R] [--runs auto|N] [--warmup 2] [--no-build]
 #                  [--sessions 1,4,8|none] [--sessions-model light_resnet50]
 #                  [--busy none|a,b] [--busy-threads 2] [--bf16 none|all|a,b] [--int8 none|a,b]
+#                  [--pin auto|off]
 #
 # Models (default all twelve): the nine ONNX backend "light" models (light_bvlc_alexnet,
 # light_densenet121, light_inception_v1, light_inception_v2, light_resnet50,
@@ -20,6 +21,9 @@
 # --precision bf16 against bulkhead fp32 and ORT fp32, and bf16's outputs against fp32's.
 # --int8: the listed models quantised by `bulkhead quantize` (QDQ, into bench/out/qdq/),
 # bulkhead against ORT on that file; a model quantize refuses is noted. Both default none.
+# --pin auto (default): a process with fewer threads than there are cores runs pinned to as
+# many cores (taskset), the same ones for both tools in a round and the next ones the round
+# after (a VM's cores can run at different speeds for minutes); off: not pinned.
 #
 # What it sets up, as needed (apt-get needs root; elsewhere install by hand):
 #   - node + npm: Debian's `nodejs` and `npm` packages when `node` is missing. Debian 12
@@ -52,9 +56,10 @@ busy=none
 busy_threads=2
 bf16=none
 int8=none
+pin=auto
 
 usage() {
-  sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//' >&2
+  sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//' >&2
   exit 2
 }
 need_value() { [ $# -ge 2 ] && [ -n "$2" ] || { echo "bench: $1 needs a value" >&2; exit 2; }; }
@@ -72,10 +77,12 @@ while [ $# -gt 0 ]; do
     --busy-threads) need_value "$@"; busy_threads=$2; shift 2 ;;
     --bf16) need_value "$@"; bf16=$2; shift 2 ;;
     --int8) need_value "$@"; int8=$2; shift 2 ;;
+    --pin) need_value "$@"; pin=$2; shift 2 ;;
     -h|--help) usage ;;
     *) echo "bench: unknown argument '$1'" >&2; usage ;;
   esac
 done
+[[ $pin == auto || $pin == off ]] || { echo "bench: --pin must be auto or off, got '$pin'" >&2; exit 2; }
 [[ $rounds =~ ^[1-9][0-9]*$ ]] || { echo "bench: --rounds must be a positive integer, got '$rounds'" >&2; exit 2; }
 [[ $runs == auto || $runs =~ ^[1-9][0-9]*$ ]] || { echo "bench: --runs must be auto or a positive integer, got '$runs'" >&2; exit 2; }
 [[ $warmup =~ ^[0-9]+$ ]] || { echo "bench: --warmup must be a non-negative integer, got '$warmup'" >&2; exit 2; }
@@ -196,5 +203,5 @@ cd "$here"
 exec node "$here/run_bench.js" --bulkhead "$bin" --shared "$shared" --out "$here/out" \
   --models "$models" --threads "$threads" --rounds "$rounds" --runs "$runs" --warmup "$warmup" \
   --sessions "$sessions" --sessions-model "$sessions_model" --sessions-bench "$sessions_bin" \
-  --busy "$busy" --busy-threads "$busy_threads" --bf16 "$bf16" --int8 "$int8" \
+  --busy "$busy" --busy-threads "$busy_threads" --bf16 "$bf16" --int8 "$int8" --pin "$pin" \
   ${time_bin:+--time "$time_bin"}

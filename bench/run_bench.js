@@ -9,10 +9,15 @@
 //                     --rounds R --runs N|auto --warmup W [--time /usr/bin/time]
 //                     [--sessions 1,4,8|none --sessions-model M --sessions-bench BIN]
 //                     [--busy none|a,b --busy-threads T] [--bf16 none|all|a,b] [--int8 none|a,b]
+//                     [--pin auto|off]
 //
 // Each (model, threads) pair gets R rounds; a round is one bulkhead process and one ORT
 // process (N timed runs each after W warm-up runs), and the order within a round flips
 // every round so neither tool always runs right after the other's cache pollution.
+// --pin auto (the default): a process with fewer threads than the machine has cores runs
+// pinned (taskset) to as many cores, the same ones for both tools within a round, the
+// next ones the round after. The cores of a VM can run at different speeds for minutes
+// (bench/README.md), so unpinned processes land on a fast or a slow core by chance.
 // --runs auto takes each model's own count from the table below.
 
 const fs = require('fs');
@@ -80,6 +85,8 @@ function parseArgs(argv) {
   a.rounds = Number(a.rounds);
   a.runs = a.runs === 'auto' ? 'auto' : Number(a.runs);
   a.warmup = Number(a.warmup);
+  a.pin = a.pin || 'auto';
+  if (a.pin !== 'auto' && a.pin !== 'off') die(`run_bench.js: --pin must be auto or off, got '${a.pin}'`);
   return a;
 }
 
@@ -90,6 +97,24 @@ function median(xs) {
 }
 
 const lastLine = (s) => (s || '').trim().split('\n').filter(Boolean).pop() || '';
+
+// The cores a process of `threads` threads runs on in round `round` under --pin auto, as a
+// taskset list ("1", "0,1"), or null (pinning off, not fewer threads than cores, or no taskset).
+let cpuList = undefined;
+function pinFor(a, threads, round) {
+  if (a.pin !== 'auto') return null;
+  if (cpuList === undefined) {
+    // The cores this process may use (a container or an outer taskset may allow fewer).
+    const r = spawnSync('taskset', ['-c', '-p', String(process.pid)], { encoding: 'utf8' });
+    const m = r.status === 0 ? /:\s*([\d,-]+)\s*$/.exec(r.stdout || '') : null;
+    cpuList = m ? m[1].split(',').flatMap((part) => {
+      const [lo, hi] = part.split('-').map(Number);
+      return hi === undefined ? [lo] : Array.from({ length: hi - lo + 1 }, (_, i) => lo + i);
+    }) : null;
+  }
+  if (!cpuList || threads >= cpuList.length) return null;
+  return Array.from({ length: threads }, (_, i) => cpuList[(round * threads + i) % cpuList.length]).join(',');
+}
 
 // Runs argv under GNU time (when given) and returns { status, stdout, stderr, rss_mb, wall_s }.
 function runMeasured(argv, timeBin, timeoutMs) {
@@ -139,8 +164,8 @@ const runsFor = (a, spec) => (a.runs === 'auto' ? spec.runs : a.runs);
 // ['-o', DIR]), runs and warmup (default: the model's and --warmup), quiet (default true;
 // without -q the result also carries `precision_line`, the "precision ..." line that
 // `bulkhead run` prints when a precision other than fp32 was asked for).
-function runBulkhead(a, spec, inputs, threads, { args = [], runs = runsFor(a, spec), warmup = a.warmup, quiet = true } = {}) {
-  const argv = [a.bulkhead, 'run', spec.model, ...inputs.flatMap((i) => ['-i', i]),
+function runBulkhead(a, spec, inputs, threads, { args = [], runs = runsFor(a, spec), warmup = a.warmup, quiet = true, cpus = null } = {}) {
+  const argv = [...(cpus ? ['taskset', '-c', cpus] : []), a.bulkhead, 'run', spec.model, ...inputs.flatMap((i) => ['-i', i]),
     '-t', String(threads), '-r', String(runs), '--warmup', String(warmup), ...(quiet ? ['-q'] : []), ...args];
   const r = runMeasured(argv, a.time, 30 * 60 * 1000);
   const m = /latency over \d+ run\(s\): median ([\d.]+) ms\s+min ([\d.]+) ms/.exec(r.stdout);
@@ -149,12 +174,12 @@ function runBulkhead(a, spec, inputs, threads, { args = [], runs = runsFor(a, sp
   if (r.status !== 0 || !m)
     return { ok: false, error: lastLine(r.stderr) || lastLine(r.stdout) || `exit ${r.status}`, peak_rss_mb: r.rss_mb, wall_s: r.wall_s };
   return { ok: true, median_ms: Number(m[1]), min_ms: Number(m[2]), create_ms: c ? Number(c[1]) : null,
-    peak_rss_mb: r.rss_mb, wall_s: r.wall_s, ...(p ? { precision_line: p[1] } : {}) };
+    peak_rss_mb: r.rss_mb, wall_s: r.wall_s, ...(p ? { precision_line: p[1] } : {}), ...(cpus ? { cpus } : {}) };
 }
 
 // One ort_bench.js process; opts as for runBulkhead (args: e.g. ['--out', DIR]).
-function runOrt(a, spec, inputs, threads, { args = [], runs = runsFor(a, spec), warmup = a.warmup } = {}) {
-  const argv = [process.execPath, path.join(HERE, 'ort_bench.js'), spec.model, ...inputs.flatMap((i) => ['-i', i]),
+function runOrt(a, spec, inputs, threads, { args = [], runs = runsFor(a, spec), warmup = a.warmup, cpus = null } = {}) {
+  const argv = [...(cpus ? ['taskset', '-c', cpus] : []), process.execPath, path.join(HERE, 'ort_bench.js'), spec.model, ...inputs.flatMap((i) => ['-i', i]),
     '-t', String(threads), '-r', String(runs), '-w', String(warmup), ...args];
   const r = runMeasured(argv, a.time, 30 * 60 * 1000);
   let j = null;
@@ -163,12 +188,13 @@ function runOrt(a, spec, inputs, threads, { args = [], runs = runsFor(a, spec), 
     return { ok: false, error: lastLine(r.stderr) || `exit ${r.status}`, peak_rss_mb: r.rss_mb, wall_s: r.wall_s };
   // Prefer GNU time's figure (same method as for bulkhead); the process's own maxRSS otherwise.
   return { ok: true, median_ms: j.median_ms, min_ms: j.min_ms, create_ms: j.create_ms,
-    peak_rss_mb: r.rss_mb !== null ? r.rss_mb : j.peak_rss_mb, self_rss_mb: j.peak_rss_mb, wall_s: r.wall_s };
+    peak_rss_mb: r.rss_mb !== null ? r.rss_mb : j.peak_rss_mb, self_rss_mb: j.peak_rss_mb, wall_s: r.wall_s, ...(cpus ? { cpus } : {}) };
 }
 
 function summarize(rounds) {
   const ok = rounds.filter((r) => r.ok);
-  if (!ok.length) return { ok: false, error: rounds.map((r) => r.error).find(Boolean) || 'failed' };
+  const all = rounds.map((r) => (r.ok ? r.median_ms : null)); // by round, null where it failed
+  if (!ok.length) return { ok: false, error: rounds.map((r) => r.error).find(Boolean) || 'failed', all_rounds: all };
   const rss = ok.map((r) => r.peak_rss_mb).filter((x) => x !== null && x !== undefined);
   const create = ok.map((r) => r.create_ms).filter((x) => x !== null && x !== undefined);
   return {
@@ -177,6 +203,7 @@ function summarize(rounds) {
     median_ms: median(ok.map((r) => r.median_ms)), // median of the per-process medians
     min_ms: Math.min(...ok.map((r) => r.min_ms)),
     round_medians_ms: ok.map((r) => r.median_ms),
+    all_rounds: all,
     peak_rss_mb: rss.length ? Math.max(...rss) : null,
     create_ms: create.length ? median(create) : null, // median over rounds of the session creation time
     round_create_ms: create,
@@ -373,15 +400,29 @@ function measureBusy(a, table, rawPath) {
 
 const ratioOf = (x, y) => (x && y && x.ok && y.ok ? x.median_ms / y.median_ms : null);
 
+// The median over rounds of one tool's median over the other's in the same round (the same
+// cores and minutes), from two summaries of as many rounds; null when no round has both.
+function pairedRatio(x, y) {
+  if (!x || !y || !x.all_rounds || !y.all_rounds) return null;
+  const r = [];
+  for (let i = 0; i < Math.min(x.all_rounds.length, y.all_rounds.length); ++i) {
+    const p = x.all_rounds[i], q = y.all_rounds[i];
+    if (p !== null && q !== null && q > 0) r.push(p / q);
+  }
+  return r.length ? median(r) : null;
+}
+
 // R rounds of the given tools ({key: () => result of runBulkhead/runOrt}), in the listed order
 // in even rounds and reversed in odd ones (as the main loop alternates); each process gets a
-// raw.jsonl line and a progress line. Returns {key: summarize(rounds)}.
+// raw.jsonl line and a progress line; each tool is called with the round's cores (pinFor).
+// Returns {key: summarize(rounds)}.
 function measureRounds(a, rawPath, tag, tools) {
   const keys = Object.keys(tools);
   const got = Object.fromEntries(keys.map((k) => [k, []]));
   for (let round = 0; round < a.rounds; ++round) {
+    const cpus = pinFor(a, tag.threads, round);
     for (const k of round % 2 === 0 ? keys : [...keys].reverse()) {
-      const r = tools[k]();
+      const r = tools[k](cpus);
       got[k].push(r);
       fs.appendFileSync(rawPath, JSON.stringify({ ...tag, round, tool: k, load1: os.loadavg()[0], ...r }) + '\n');
       console.log(`  ${tag.section} ${tag.model} t=${tag.threads} round ${round + 1}/${a.rounds} ${pad(k, 13, true)} ` +
@@ -425,9 +466,9 @@ function measureBf16(a, table, rawPath) {
         `cosine ${o.cosine.toFixed(6)}, max abs ${absText(o.max_abs)}`}`).join('')));
     for (const threads of a.threads) {
       const s = measureRounds(a, rawPath, { section: 'bf16', model: name, threads }, {
-        bulkhead_bf16: () => runBulkhead(a, spec, inputs, threads, { args: bf16 }),
-        bulkhead_fp32: () => runBulkhead(a, spec, inputs, threads),
-        ort: () => runOrt(a, spec, inputs, threads),
+        bulkhead_bf16: (cpus) => runBulkhead(a, spec, inputs, threads, { args: bf16, cpus }),
+        bulkhead_fp32: (cpus) => runBulkhead(a, spec, inputs, threads, { cpus }),
+        ort: (cpus) => runOrt(a, spec, inputs, threads, { cpus }),
       });
       rows.push({ model: name, threads, runs: runsFor(a, spec), ...s,
         ratio_bf16_ort: ratioOf(s.bulkhead_bf16, s.ort), ratio_bf16_fp32: ratioOf(s.bulkhead_bf16, s.bulkhead_fp32),
@@ -479,12 +520,13 @@ function measureInt8(a, table, rawPath, results) {
         `cosine ${o.cosine.toFixed(6)}, max abs ${absText(o.max_abs)}`}`).join('')));
     for (const threads of a.threads) {
       const s = measureRounds(a, rawPath, { section: 'int8', model: name, threads }, {
-        bulkhead_int8: () => runBulkhead(a, qspec, inputs, threads),
-        ort_int8: () => runOrt(a, qspec, inputs, threads),
+        bulkhead_int8: (cpus) => runBulkhead(a, qspec, inputs, threads, { cpus }),
+        ort_int8: (cpus) => runOrt(a, qspec, inputs, threads, { cpus }),
       });
       const main = results.find((r) => r.model === name && r.threads === threads);
       rows.push({ model: name, threads, runs: runsFor(a, spec), qdq, quantize, ...s,
         ratio_int8_ort: ratioOf(s.bulkhead_int8, s.ort_int8),
+        paired_ratio_int8_ort: pairedRatio(s.bulkhead_int8, s.ort_int8),
         bulkhead_fp32: main ? main.bulkhead : null, ratio_int8_fp32: main ? ratioOf(s.bulkhead_int8, main.bulkhead) : null,
         outputs, ...(outputsError ? { outputs_error: outputsError } : {}) });
     }
@@ -534,6 +576,10 @@ function main() {
     warmup: a.warmup,
     rss_method: a.time ? 'GNU time %M (peak resident set of the whole process)' : 'ORT: process.resourceUsage().maxRSS; bulkhead: not measured (no GNU time)',
     node_ort_baseline_rss_mb: baseline,
+    pin: a.pin === 'off' ? 'off (processes run where the scheduler puts them)'
+      : pinFor(a, 1, 0) === null ? 'auto, but taskset is missing or only one core is allowed: not pinned'
+      : `auto: processes with fewer threads than the ${cpuList.length} cores run pinned (taskset) to as many, the same for ` +
+        'both tools in a round and the next ones the round after; the busy-machine rows are not pinned',
   };
   console.log(`bench: ${a.models.length} model(s) x threads ${a.threads.join(',')} x ${a.rounds} round(s) x ` +
     `${a.runs === 'auto' ? 'per-model' : a.runs} runs ` +
@@ -548,19 +594,21 @@ function main() {
       const ort = [];
       for (let round = 0; round < a.rounds; ++round) {
         const order = round % 2 === 0 ? ['bulkhead', 'ort'] : ['ort', 'bulkhead'];
+        const cpus = pinFor(a, threads, round);
         for (const tool of order) {
-          const r = tool === 'bulkhead' ? runBulkhead(a, spec, inputs, threads) : runOrt(a, spec, inputs, threads);
+          const r = tool === 'bulkhead' ? runBulkhead(a, spec, inputs, threads, { cpus }) : runOrt(a, spec, inputs, threads, { cpus });
           (tool === 'bulkhead' ? bh : ort).push(r);
           fs.appendFileSync(rawPath, JSON.stringify({ model: name, threads, round, tool, load1: os.loadavg()[0], ...r }) + '\n');
           const what = r.ok ? `median ${r.median_ms.toFixed(3)} ms` : `FAILED: ${r.error}`;
           const create = r.ok && r.create_ms !== null && r.create_ms !== undefined ? `, created in ${r.create_ms.toFixed(1)} ms` : '';
-          console.log(`  ${name} t=${threads} round ${round + 1}/${a.rounds} ${pad(tool, 8, true)} ${what}${create}`);
+          console.log(`  ${name} t=${threads} round ${round + 1}/${a.rounds} ${pad(tool, 8, true)} ${what}${create}` +
+            (cpus ? ` (cpu ${cpus})` : ''));
         }
       }
       const b = summarize(bh);
       const o = summarize(ort);
       results.push({ model: name, threads, runs: runsFor(a, spec), bulkhead: b, ort: o,
-        ratio: b.ok && o.ok ? b.median_ms / o.median_ms : null });
+        ratio: b.ok && o.ok ? b.median_ms / o.median_ms : null, paired_ratio: pairedRatio(b, o) });
     }
   }
   const sessions = a.sessions.length && a['sessions-bench'] ? measureSessions(a, table, a.out) : null;
@@ -573,7 +621,7 @@ function main() {
 
   const f = (x, d) => (x === null || x === undefined ? '-' : x.toFixed(d));
   const cols = [['model', 18, true], ['threads', 7], ['runs', 5], ['bulkhead ms', 12], ['ORT ms', 10], ['bh/ORT', 7],
-    ['bh create ms', 12], ['ORT create ms', 13], ['bh RSS MB', 10], ['ORT RSS MB', 11]];
+    ['paired', 7], ['bh create ms', 12], ['ORT create ms', 13], ['bh RSS MB', 10], ['ORT RSS MB', 11]];
   const line = (vals) => cols.map(([, w, l], i) => pad(vals[i], w, l)).join('  ');
   console.log('');
   console.log(line(cols.map((c) => c[0])));
@@ -583,7 +631,7 @@ function main() {
     const ms = (x) => f(x, x !== null && x !== undefined && x < 1 ? 3 : 2);
     console.log(line([r.model, r.threads, r.runs,
       r.bulkhead.ok ? ms(r.bulkhead.median_ms) : 'FAILED', r.ort.ok ? ms(r.ort.median_ms) : 'FAILED',
-      r.ratio === null ? '-' : f(r.ratio, 2),
+      r.ratio === null ? '-' : f(r.ratio, 2), f(r.paired_ratio, 2),
       f(r.bulkhead.create_ms, 1), f(r.ort.create_ms, 1),
       f(r.bulkhead.peak_rss_mb, 1), f(r.ort.peak_rss_mb, 1)]));
     for (const [tool, s] of [['bulkhead', r.bulkhead], ['ORT', r.ort]])
@@ -596,7 +644,9 @@ function main() {
       ` over ${g.models}${g.models < g.of ? ` of ${g.of}` : ''} model(s)`);
   }
   console.log('');
-  console.log(`times: median over rounds of each process's median of its timed runs ('runs'); bh/ORT < 1 means bulkhead is faster.`);
+  console.log(`times: median over rounds of each process's median of its timed runs ('runs'); bh/ORT < 1 means bulkhead is faster; ` +
+    `paired: the median over rounds of bulkhead's median over ORT's in the same round.`);
+  console.log(`pinning: ${meta.pin}.`);
   console.log('create: session creation (read the file, parse, optimise, compile), median over rounds; ' +
     "bulkhead's 'session created in' line, ORT's InferenceSession.create.");
   console.log(`RSS: ${meta.rss_method}, max over rounds.` +
@@ -659,18 +709,19 @@ function main() {
     console.log('');
     console.log('int8: QDQ models from `bulkhead quantize`, both tools on the same file (median ms); bh fp32: the float model, ' +
       'main table; outputs: bulkhead against ORT, worst over outputs:');
-    const c = [['model', 18, true], ['threads', 7], ['bh int8', 9], ['ORT int8', 9], ['bh/ORT', 7], ['bh fp32', 9],
+    const c = [['model', 18, true], ['threads', 7], ['bh int8', 9], ['ORT int8', 9], ['bh/ORT', 7], ['paired', 7], ['bh fp32', 9],
       ['int8/fp32', 9], ['cosine', 9], ['max abs', 9]];
     const l = (vals) => c.map(([, w, left], i) => pad(vals[i], w, left)).join('  ').trimEnd();
     console.log(l(c.map((x) => x[0])));
     console.log(l(c.map(([, w]) => '-'.repeat(w))));
     for (const r of int8.rows) {
       if (!r.quantize.ok) {
-        console.log(l([r.model, '-', 'not quantized', '', '', '', '', '', '']));
+        console.log(l([r.model, '-', 'not quantized', '', '', '', '', '', '', '']));
         continue;
       }
       const w = worstOutputs(r.outputs);
-      console.log(l([r.model, r.threads, ms(r.bulkhead_int8), ms(r.ort_int8), f(r.ratio_int8_ort, 2), ms(r.bulkhead_fp32),
+      console.log(l([r.model, r.threads, ms(r.bulkhead_int8), ms(r.ort_int8), f(r.ratio_int8_ort, 2), f(r.paired_ratio_int8_ort, 2),
+        ms(r.bulkhead_fp32),
         f(r.ratio_int8_fp32, 2), f(w.cosine, 6), absText(w.max_abs)]));
     }
     for (const r of int8.rows)
