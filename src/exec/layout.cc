@@ -19,7 +19,10 @@ constexpr int64_t kBlock = 16;
 
 // kAffine: an inference BatchNormalization (a per-channel x·a + b, Relu maybe fused), told
 // the layout like the pools, since its coefficients follow the channel.
-enum class Kind { kNone, kConv, kPool, kGlobalPool, kUnary, kBinary, kConcat, kAffine };
+// kResize: a nearest-mode Resize of H and W (constant scales, C kept), which runs blocked
+// when its input is and a reader takes its output blocked (a feature pyramid's upsampling
+// between two additions).
+enum class Kind { kNone, kConv, kPool, kGlobalPool, kUnary, kBinary, kConcat, kAffine, kResize };
 
 class Planner {
  public:
@@ -54,6 +57,10 @@ class Planner {
       if (k == Kind::kConv) {
         x_blocked_[i] = blocked_.count(n.inputs[0]) != 0;
         y_blocked_[i] = out_ok && wanted_blocked(out);
+      } else if (k == Kind::kResize) {
+        // Blocked only when a reader takes the result so: a plain reader would otherwise
+        // get its (larger) output converted instead of its input.
+        x_blocked_[i] = y_blocked_[i] = out_ok && blocked_.count(n.inputs[0]) && wanted_blocked(out);
       } else if (out_ok && inputs_allow(n, k)) {
         x_blocked_[i] = y_blocked_[i] = true;
       }
@@ -140,7 +147,14 @@ class Planner {
       } else {
         for (auto& in : n.inputs)
           if (!in.empty() && blocked_.count(in)) in = bname(in);  // constants stay as they are
-        if (k == Kind::kPool || k == Kind::kGlobalPool || k == Kind::kAffine) n.attrs["_layout"] = str_attr(kBlocked16);
+        if (k == Kind::kPool || k == Kind::kGlobalPool || k == Kind::kAffine || k == Kind::kResize)
+          n.attrs["_layout"] = str_attr(kBlocked16);
+        if (k == Kind::kResize) {
+          ir::Attribute c;
+          c.type = AttrType::kInt;
+          c.i = (*shape4(out))[1].value;
+          n.attrs["channels"] = c;
+        }
         if (k == Kind::kConcat) {
           ir::Attribute a;
           a.type = AttrType::kInt;
@@ -259,7 +273,28 @@ class Planner {
       int64_t axis = n.attr_int("axis", 1);
       return axis == 1 || axis == -3 ? Kind::kConcat : Kind::kNone;
     }
+    if (op == "Resize") return resize_blockable(n) ? Kind::kResize : Kind::kNone;
     return Kind::kNone;
+  }
+
+  // A Resize the blocked kernel runs: nearest mode (its default), no `axes`, no
+  // tf_crop_and_resize (whose extrapolated pixels would fill the padded channels too),
+  // constant float32 scales [1, 1, sh, sw] (Resize-10: input 1; 11+: input 2, and no
+  // sizes), a 4-D input and output with the same fixed channel count.
+  bool resize_blockable(const Node& n) const {
+    if (n.attr_string("mode", "nearest") != "nearest" || n.has_attr("axes") ||
+        n.attr_string("coordinate_transformation_mode", "half_pixel") == "tf_crop_and_resize" ||
+        n.attr_int("antialias", 0) != 0)
+      return false;
+    const size_t si = n.opset < 11 ? 1 : 2;
+    if (n.inputs.size() <= si || n.inputs[si].empty()) return false;
+    if (n.opset >= 11 && n.inputs.size() > 3 && !n.inputs[3].empty()) return false;  // sizes
+    const Tensor* sc = constant(n.inputs[si]);
+    if (!sc || !sc->on_host() || sc->dtype() != DataType::kFloat32 || sc->numel() != 4) return false;
+    if (sc->data<float>()[1] != 1.f) return false;
+    const auto* x = shape4(n.inputs[0]);
+    const auto* y = shape4(n.outputs[0]);
+    return x && y && (*x)[1].value == (*y)[1].value;
   }
 
   // Whether node `j` (decided) reads the blocked value `v` in the blocked layout.
@@ -352,6 +387,10 @@ class Planner {
         }
         case Kind::kConcat:
           if ((*s)[1].value % kBlock == 0) return true;
+          break;
+        case Kind::kResize:
+          // Through the Resize: blocked when one of its readers takes the result so.
+          if (n.inputs[0] == v && shape4(n.outputs[0]) && wanted_blocked(n.outputs[0])) return true;
           break;
         default:
           break;

@@ -21,8 +21,14 @@
 //     multiplies the padded channels of its input by zero weights;
 //   - Concat on the channel axis of blocked tensors whose channel counts are multiples
 //     of 16 (no padding inside the result): axis 1 of the physical shape.
+//   - Resize in nearest mode with constant scales [1, 1, sh, sw] (not tf_crop_and_resize,
+//     no axes or sizes): _layout = "nChw16c" and `channels` = C, when its input is
+//     blocked and a reader takes its output blocked (a plain reader would otherwise get
+//     the larger output converted instead of the input);
 // Conversions are internal nodes of domain "bulkhead": ToBlocked16 (NCHW -> nChw16c) and
-// FromBlocked16 (attribute `channels`: C). A blocked value's plain name is still produced
+// FromBlocked16 (attribute `channels`: C). A plain value that two or more Convs read as X (a graph
+// input of 16 or more channels, or what a node writes plain) is converted once, right
+// after it is made, and the Convs read it blocked. A blocked value's plain name is still produced
 // (by FromBlocked16) when a graph output, a subgraph or an other node reads it; a graph
 // output is computed blocked only when some node reads it blocked.
 //

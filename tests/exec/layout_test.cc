@@ -247,6 +247,33 @@ TEST(Layout, APlainValueThatSeveralConvsReadIsConvertedOnce) {
   EXPECT_EQ(o.ops["ToBlocked16"], 2);  // u and cat
 }
 
+TEST(Layout, NearestResizeBetweenBlockedValuesRunsBlocked) {
+  // A feature pyramid's top-down step: c1 upsampled 2x (asymmetric, floor) and added to a
+  // lateral Conv, the sum upsampled by 1.5 (half_pixel, round_prefer_ceil) into a Conv:
+  // both Resizes run on nChw16c and nothing converts in between. A Resize whose only
+  // reader is a graph output (y2) stays plain: its input is converted, not its 4x larger
+  // output.
+  std::string text = "<ir_version: 8, opset_import: [\"\" : 13]>\n"
+                     "g (float[1,3,4,4] x, float[1,3,8,8] z) => (float[1,16,12,12] y, float[1,20,8,8] y2)\n<" +
+                     conv_weights("w1", 20, 3, 3, 51) + ", " + conv_weights("w2", 20, 3, 3, 52) + ", " +
+                     conv_weights("w3", 16, 20, 3, 53) +
+                     ", float[4] s2 = {1.0, 1.0, 2.0, 2.0}, float[4] s15 = {1.0, 1.0, 1.5, 1.5}, float[0] roi = {}"
+                     ">\n{\n"
+                     "  c1 = Conv <pads = [1, 1, 1, 1]> (x, w1, w1_b)\n"
+                     "  u = Resize <mode = \"nearest\", coordinate_transformation_mode = \"asymmetric\", "
+                     "nearest_mode = \"floor\"> (c1, roi, s2)\n"
+                     "  c2 = Conv <pads = [1, 1, 1, 1]> (z, w2, w2_b)\n"
+                     "  s = Add(u, c2)\n"
+                     "  v = Resize <mode = \"nearest\", nearest_mode = \"round_prefer_ceil\"> (s, roi, s15)\n"
+                     "  y = Conv <pads = [1, 1, 1, 1]> (v, w3, w3_b)\n"
+                     "  y2 = Resize <mode = \"nearest\"> (c1, roi, s2)\n"
+                     "}";
+  Outcome o = check_same(text, {{"x", random_tensor({1, 3, 4, 4}, 54)}, {"z", random_tensor({1, 3, 8, 8}, 55)}});
+  EXPECT_EQ(o.ops["Resize"], 3);
+  EXPECT_EQ(o.ops["FromBlocked16"], 1);  // c1, for the plain y2 (y is written plain by its Conv)
+  EXPECT_EQ(o.ops["ToBlocked16"], 0);
+}
+
 TEST(Layout, UnalignedConcatAndMixedBinaryStayPlain) {
   // 20 + 12 channels cannot be concatenated in nChw16c, and a Mul of a blocked tensor
   // and a graph input runs plain: both get their inputs converted back, and the results

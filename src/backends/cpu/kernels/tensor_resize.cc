@@ -6,6 +6,10 @@
 // neighbour selection. Nearest mode is an exact gather for every dtype; linear and cubic
 // run separable passes (innermost axis first) in float, or double for float64. 4-D NCHW
 // float32 nearest/linear resizing of H and W takes a direct single-pass path.
+#if defined(__AVX2__)
+#include <immintrin.h>
+#endif
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -45,6 +49,11 @@ struct ResizeConfig {
   Aspect aspect = Aspect::kStretch;
   Signature sig = Signature::kRoiScalesSizes;
   std::vector<float> scales_attr;
+  // `_layout` = "nChw16c" (the layout pass, exec/layout.h): X and Y are float32
+  // [N, ceil(C/16), H, W, 16] of a logical [N, C, H, W] (C = `channels`), nearest mode;
+  // scales and sizes are the logical tensor's and must keep C.
+  bool blocked = false;
+  int64_t channels = 0;
 };
 
 // Per-axis interpolation table.
@@ -354,6 +363,58 @@ void nearest_gather(const T* src, T* dst, const Shape& in_shape, const Shape& ou
   });
 }
 
+// Nearest mode on nChw16c: each output pixel's 16 channels are one 64-byte copy of the
+// input pixel the tables name (axes 0, 2 and 3 of the logical tensor; C is kept).
+void nearest_gather_blocked(const float* src, float* dst, const Shape& in, const Shape& out, int64_t cb,
+                            const std::vector<AxisTable>& tabs, float extrap, int threads) {
+  constexpr int64_t B = 16;
+  const int64_t IH = in[2], IW = in[3], ON = out[0], OH = out[2], OW = out[3];
+  const AxisTable &tn = tabs[0], &th = tabs[2], &tw = tabs[3];
+  // Integer upsampling along W (each input pixel repeated f times, no extrapolation).
+  int64_t f = IW > 0 && OW % IW == 0 ? OW / IW : 0;
+  if (f < 1 || tw.any_extrap) f = 0;
+  for (int64_t x = 0; f && x < OW; ++x)
+    if (tw.idx[x] != x / f) f = 0;
+  parallel_for(threads, ON * cb * OH, std::max<int64_t>(1, 4096 / std::max<int64_t>(OW * B, 1)), [&](int64_t b, int64_t e) {
+    int64_t prev_base = -2;
+    for (int64_t row = b; row < e; ++row) {
+      const int64_t oh = row % OH, c = (row / OH) % cb, on = row / (OH * cb);
+      float* dp = dst + row * OW * B;
+      int64_t base = -1;
+      if (!tn.extrap[on] && !th.extrap[oh]) base = ((tn.idx[on] * cb + c) * IH + th.idx[oh]) * IW * B;
+      if (base == prev_base && row > b) {
+        std::copy_n(dp - OW * B, OW * B, dp);
+        continue;
+      }
+      prev_base = base;
+      if (base < 0) {
+        std::fill_n(dp, OW * B, extrap);
+        continue;
+      }
+      const float* sp = src + base;
+      if (f) {
+        // Each input pixel repeated f times along the row.
+        for (int64_t i = 0; i < IW; ++i) {
+#if defined(__AVX2__)
+          const __m256 lo = _mm256_loadu_ps(sp + i * B), hi = _mm256_loadu_ps(sp + i * B + 8);
+          for (int64_t k = 0; k < f; ++k) {
+            _mm256_storeu_ps(dp + (i * f + k) * B, lo);
+            _mm256_storeu_ps(dp + (i * f + k) * B + 8, hi);
+          }
+#else
+          for (int64_t k = 0; k < f; ++k) std::memcpy(dp + (i * f + k) * B, sp + i * B, B * sizeof(float));
+#endif
+        }
+        continue;
+      }
+      for (int64_t x = 0; x < OW; ++x) {
+        if (tw.any_extrap && tw.extrap[x]) std::fill_n(dp + x * B, B, extrap);
+        else std::memcpy(dp + x * B, sp + tw.idx[x] * B, B * sizeof(float));
+      }
+    }
+  });
+}
+
 // Element conversions between a tensor's dtype and the compute type.
 template <class C>
 Status to_compute(const Tensor& x, std::vector<C>& v, const std::string& where) {
@@ -459,9 +520,14 @@ Status resize_compute(KernelContext& ctx, const ResizeConfig& cfg) {
   if (!x) return invalid_argument(ctx.where() + "missing input");
   if (x->numel() > 0 && !x->raw() && x->dtype() != DataType::kString)
     return invalid_argument(ctx.where() + "input is not in host memory");
-  const int r = x->rank();
+  if (cfg.blocked && (x->dtype() != DataType::kFloat32 || x->rank() != 5 || x->dim(4) != 16 ||
+                     x->dim(1) != (cfg.channels + 15) / 16))
+    return invalid_argument(ctx.where() + "X must be float32 [N, " + std::to_string((cfg.channels + 15) / 16) +
+                            ", H, W, 16] (nChw16c of " + std::to_string(cfg.channels) + " channels), got " + x->describe());
+  // A blocked X is resized as its logical [N, C, H, W].
+  const Shape in = cfg.blocked ? Shape{x->dim(0), cfg.channels, x->dim(2), x->dim(3)} : x->shape();
+  const int r = static_cast<int>(in.size());
   if (r == 0) return invalid_argument(ctx.where() + "cannot resize a scalar");
-  const Shape& in = x->shape();
 
   // Axes the scales/sizes/roi refer to.
   std::vector<int> axes;
@@ -568,7 +634,11 @@ Status resize_compute(KernelContext& ctx, const ResizeConfig& cfg) {
     if (out_shape[d] > 0 && in[d] == 0)
       return invalid_argument(ctx.where() + "cannot resize an empty axis to a non-empty one");
 
-  BH_ASSIGN_OR_RETURN(Tensor out, ctx.allocate_output(0, x->dtype(), out_shape));
+  if (cfg.blocked && out_shape[1] != in[1])
+    return invalid_argument(ctx.where() + "an nChw16c resize must keep the channels, asked for " +
+                            std::to_string(out_shape[1]) + " of " + std::to_string(in[1]));
+  const Shape y_shape = cfg.blocked ? Shape{out_shape[0], x->dim(1), out_shape[2], out_shape[3], 16} : out_shape;
+  BH_ASSIGN_OR_RETURN(Tensor out, ctx.allocate_output(0, x->dtype(), y_shape));
   if (out.numel() == 0) return Status::ok();
 
   std::vector<AxisTable> tabs(r);
@@ -578,6 +648,11 @@ Status resize_compute(KernelContext& ctx, const ResizeConfig& cfg) {
     if (!tabs[d].identity) active.push_back(d);
   }
 
+  if (cfg.blocked) {
+    nearest_gather_blocked(x->data<float>(), out.data<float>(), in, out_shape, x->dim(1), tabs, cfg.extrapolation,
+                           ctx.threads());
+    return Status::ok();
+  }
   if (cfg.mode == Mode::kNearest) {
     uint64_t ebits = 0;
     switch (x->dtype()) {
@@ -672,6 +747,14 @@ Result<std::unique_ptr<Kernel>> make_resize_like(const KernelInfo& info, bool up
   }
   if (cfg.antialias && cfg.mode == Mode::kNearest)
     return invalid_argument(info.where() + "antialias is not defined for nearest mode");
+  const std::string layout = n.attr_string("_layout", "");
+  if (!layout.empty()) {
+    cfg.channels = n.attr_int("channels", 0);
+    if (layout != "nChw16c" || cfg.mode != Mode::kNearest || cfg.has_axes || cfg.channels <= 0)
+      return invalid_argument(info.where() + "unsupported _layout '" + layout +
+                              "' (nChw16c, in nearest mode without axes, with a positive 'channels')");
+    cfg.blocked = true;
+  }
   return make_kernel([cfg](KernelContext& ctx) -> Status { return resize_compute(ctx, cfg); });
 }
 
