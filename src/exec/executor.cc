@@ -329,6 +329,32 @@ Result<std::unique_ptr<CompiledGraph>> compile(const ir::Graph& graph, const Com
 
   plan_concat_views(*cg, graph, opts);
 
+  // Steps read the graph's constants from Step::resident, bound here once, so that a run
+  // copies into its frame (and destroys) only the constants something else reads there:
+  // graph outputs, and defaults a caller may override (not in constant_values).
+  {
+    std::unordered_map<int, size_t> constant_at;  // slot -> index in cg->constants
+    for (size_t k = 0; k < cg->constants.size(); ++k) constant_at[cg->constants[k].first] = k;
+    std::vector<bool> in_frame(cg->num_slots, false);
+    for (int s : cg->output_slots) in_frame[s] = true;
+    for (auto& st : cg->steps)
+      for (size_t i = 0; i < st.in.size(); ++i) {
+        const int s = st.in[i];
+        auto c = s < 0 ? constant_at.end() : constant_at.find(s);
+        if (c == constant_at.end()) continue;
+        if (!cg->constant_values.count(cg->slot_name[s])) {
+          in_frame[s] = true;
+          continue;
+        }
+        if (st.resident.size() < st.in.size()) st.resident.resize(st.in.size());
+        if (st.resident[i].is_none()) st.resident[i] = cg->constants[c->second].second;
+      }
+    std::vector<std::pair<int, Value>> kept;
+    for (auto& [slot, v] : cg->constants)
+      if (in_frame[slot] || !cg->constant_values.count(cg->slot_name[slot])) kept.emplace_back(slot, std::move(v));
+    cg->constants = std::move(kept);
+  }
+
   // Release points: the last step that reads a slot, directly or from a subgraph.
   std::vector<int> last_use(cg->num_slots, -1);
   std::vector<bool> keep(cg->num_slots, false);

@@ -88,8 +88,9 @@ struct Step {
   std::unique_ptr<Kernel> kernel;
   std::vector<int> in, out;   // slots; -1 for omitted
   std::vector<int> release;   // slots whose last use is this step
-  // Per input: the constant already copied into this step's domain (empty Value when the
-  // input is not a constant or is already in the step's domain).
+  // Per input: the constant it reads, bound at compile time (copied into this step's
+  // domain for a device outside the host); an empty Value when the input is not a
+  // constant (or is a default the caller may override, read from the frame).
   std::vector<Value> resident;
   std::map<std::string, std::unique_ptr<CompiledGraph>> subgraphs;  // by attribute name
   std::vector<OutputView> out_view;  // per output; empty when no output is a view
@@ -106,7 +107,9 @@ struct CompiledGraph {
   std::vector<std::string> slot_name;
   std::vector<int> input_slots;   // graph->inputs, in order
   std::vector<int> output_slots;  // graph->outputs, in order
-  std::vector<std::pair<int, Value>> constants;          // initializers
+  // Constants a run puts in its frame: those a graph output or an overridable default
+  // needs (steps read the others from Step::resident).
+  std::vector<std::pair<int, Value>> constants;
   std::vector<std::pair<int, int>> outer;                // (slot here, slot in enclosing graph)
   std::vector<Step> steps;
   std::vector<ConcatGroup> concat_groups;

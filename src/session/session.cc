@@ -584,6 +584,8 @@ Result<NamedValues> run_session(const SessionImpl& s, const NamedValues& inputs,
   for (const auto& [slot, v] : s.plan->constants) {
     if (v.is_tensor() && v.tensor.buffer()) foreign.insert(v.tensor.buffer().get());
   }
+  for (const auto& [name, t] : s.plan->constant_values)
+    if (t.buffer()) foreign.insert(t.buffer().get());
   NamedValues result;
   for (size_t i : wanted) {
     Value v = (*outs)[i];

@@ -171,16 +171,20 @@ g (float[2,3] a, float[3] b) => (float[2,3] y) { y = Add <broadcast = 1, axis = 
 
 TEST(Session, OutputsNeverAliasInputsOrWeights) {
   Env env;
-  // y passes the input through; w is a weight returned as is; v is a view of the weight.
+  // y passes the input through; w is a weight returned as is; v is a view of the weight;
+  // u is a view of another weight made at run time (its shape is an input: not folded).
   Session s = load_text(env, R"(<ir_version: 8, opset_import: ["" : 17]>
-g (float[2] x) => (float[2] y, float[2] w, float[1,2] v) {
+g (float[2] x, int64[2] us) => (float[2] y, float[2] w, float[1,2] v, float[?,?] u) {
   y = Identity(x)
   w = Constant <value = float[2] {5.0, 6.0}> ()
   shp = Constant <value = int64[2] {1, 2}> ()
   v = Reshape(w, shp)
+  k = Constant <value = float[2] {7.0, 8.0}> ()
+  u = Reshape(k, us)
 })");
   Tensor x = Tensor::from_vector<float>(DataType::kFloat32, {2}, {1, 2});
-  auto r = s.run({{"x", x}});
+  Tensor us = Tensor::from_vector<int64_t>(DataType::kInt64, {2}, {2, 1});
+  auto r = s.run({{"x", x}, {"us", us}});
   ASSERT_TRUE(r.is_ok()) << r.status().to_string();
   auto& outs = *r;
   EXPECT_NE(outs[0].second.buffer(), x.buffer());
@@ -188,11 +192,14 @@ g (float[2] x) => (float[2] y, float[2] w, float[1,2] v) {
   outs[0].second.data<float>()[0] = 99;
   outs[1].second.data<float>()[0] = 99;
   outs[2].second.data<float>()[0] = 99;
+  ASSERT_EQ(outs[3].second.shape(), (Shape{2, 1}));
+  outs[3].second.data<float>()[0] = 99;
   EXPECT_EQ(x.data<float>()[0], 1.f);
-  auto again = s.run({{"x", x}});
+  auto again = s.run({{"x", x}, {"us", us}});
   ASSERT_TRUE(again.is_ok());
   EXPECT_EQ((*again)[1].second.data<float>()[0], 5.f);
   EXPECT_EQ((*again)[2].second.data<float>()[0], 5.f);
+  EXPECT_EQ((*again)[3].second.data<float>()[0], 7.f);
 }
 
 TEST(Session, RunDoesNotWriteItsInputs) {
