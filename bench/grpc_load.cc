@@ -75,7 +75,7 @@ int main(int argc, char** argv) {
   const auto until = start + std::chrono::seconds(duration);
   std::vector<std::thread> threads;
   for (long t = 0; t < concurrency; ++t) {
-    threads.emplace_back([&, t] {
+    threads.emplace_back([&] {
       grpc::ChannelArguments args;
       args.SetInt("grpc.use_local_subchannel_pool", 1);  // a connection of its own
       args.SetMaxReceiveMessageSize(-1);

@@ -27,6 +27,7 @@ std::string conv_weights(const std::string& name, int64_t M, int64_t C, int64_t 
 struct Outcome {
   NamedTensors outputs;
   std::map<std::string, int> ops;  // op type -> nodes run
+  std::map<std::string, std::string> shapes;  // op type -> "first input -> first output" (the last such node)
 };
 
 Outcome run_level(const std::string& text, int level, int threads, const NamedTensors& in) {
@@ -45,7 +46,10 @@ Outcome run_level(const std::string& text, int level, int threads, const NamedTe
   EXPECT_TRUE(r.is_ok()) << r.status().to_string();
   if (!r.is_ok()) return {};
   Outcome out{*r, {}};
-  for (const auto& p : prof) out.ops[p.op_type]++;
+  for (const auto& p : prof) {
+    out.ops[p.op_type]++;
+    out.shapes[p.op_type] = p.shapes;
+  }
   // A second run reuses the cached primitives and must agree bit for bit.
   auto r2 = s->run(in);
   EXPECT_TRUE(r2.is_ok());
@@ -272,6 +276,24 @@ TEST(Layout, NearestResizeBetweenBlockedValuesRunsBlocked) {
   EXPECT_EQ(o.ops["Resize"], 3);
   EXPECT_EQ(o.ops["FromBlocked16"], 1);  // c1, for the plain y2 (y is written plain by its Conv)
   EXPECT_EQ(o.ops["ToBlocked16"], 0);
+}
+
+TEST(Layout, NearestResizeOfOpset10AndTheBatchAxisRunBlocked) {
+  // Resize-10 (X, scales), scaling the batch too (2x, as nearest allows), between Convs.
+  std::string text = "<ir_version: 5, opset_import: [\"\" : 10]>\n"
+                     "g (float[1,3,5,5] x) => (float[2,16,15,10] y)\n<" +
+                     conv_weights("w1", 24, 3, 3, 61) + ", " + conv_weights("w2", 16, 24, 3, 62) +
+                     ", float[4] sc = {2.0, 1.0, 3.0, 2.0}"
+                     ">\n{\n"
+                     "  c1 = Conv <pads = [1, 1, 1, 1]> (x, w1, w1_b)\n"
+                     "  r = Resize <mode = \"nearest\"> (c1, sc)\n"
+                     "  y = Conv <pads = [1, 1, 1, 1]> (r, w2, w2_b)\n"
+                     "}";
+  Outcome o = check_same(text, {{"x", random_tensor({1, 3, 5, 5}, 63)}});
+  EXPECT_EQ(o.ops["FromBlocked16"], 0);
+  EXPECT_EQ(o.ops["ToBlocked16"], 0);
+  // 24 channels in two blocks of 16, on both sides of the Resize.
+  EXPECT_NE(o.shapes["Resize"].find("float32[1,2,5,5,16] -> float32[2,2,15,10,16]"), std::string::npos) << o.shapes["Resize"];
 }
 
 TEST(Layout, UnalignedConcatAndMixedBinaryStayPlain) {

@@ -698,6 +698,18 @@ Status resize_compute(KernelContext& ctx, const ResizeConfig& cfg) {
 Result<std::unique_ptr<Kernel>> make_resize_like(const KernelInfo& info, bool upsample) {
   const ir::Node& n = info.node;
   ResizeConfig cfg;
+  // The layout pass's nChw16c form (exec/layout.h), for every signature.
+  auto finish = [&](ResizeConfig c) -> Result<std::unique_ptr<Kernel>> {
+    const std::string layout = n.attr_string("_layout", "");
+    if (!layout.empty()) {
+      c.channels = n.attr_int("channels", 0);
+      if (layout != "nChw16c" || c.mode != Mode::kNearest || c.has_axes || c.channels <= 0)
+        return invalid_argument(info.where() + "unsupported _layout '" + layout +
+                                "' (nChw16c, in nearest mode without axes, with a positive 'channels')");
+      c.blocked = true;
+    }
+    return make_kernel([c](KernelContext& ctx) -> Status { return resize_compute(ctx, c); });
+  };
   std::string mode = n.attr_string("mode", "nearest");
   if (mode == "nearest") cfg.mode = Mode::kNearest;
   else if (mode == "linear" || mode == "bilinear") cfg.mode = Mode::kLinear;
@@ -714,7 +726,7 @@ Result<std::unique_ptr<Kernel>> make_resize_like(const KernelInfo& info, bool up
     } else {
       cfg.sig = Signature::kScalesInput;
     }
-    return make_kernel([cfg](KernelContext& ctx) -> Status { return resize_compute(ctx, cfg); });
+    return finish(cfg);
   }
   cfg.sig = Signature::kRoiScalesSizes;
   std::string ct = n.attr_string("coordinate_transformation_mode", "half_pixel");
@@ -747,15 +759,7 @@ Result<std::unique_ptr<Kernel>> make_resize_like(const KernelInfo& info, bool up
   }
   if (cfg.antialias && cfg.mode == Mode::kNearest)
     return invalid_argument(info.where() + "antialias is not defined for nearest mode");
-  const std::string layout = n.attr_string("_layout", "");
-  if (!layout.empty()) {
-    cfg.channels = n.attr_int("channels", 0);
-    if (layout != "nChw16c" || cfg.mode != Mode::kNearest || cfg.has_axes || cfg.channels <= 0)
-      return invalid_argument(info.where() + "unsupported _layout '" + layout +
-                              "' (nChw16c, in nearest mode without axes, with a positive 'channels')");
-    cfg.blocked = true;
-  }
-  return make_kernel([cfg](KernelContext& ctx) -> Status { return resize_compute(ctx, cfg); });
+  return finish(cfg);
 }
 
 }  // namespace
