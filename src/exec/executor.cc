@@ -26,6 +26,11 @@ Status RunLimits::check_time(const std::string& where) const {
                 "the run took longer than its time limit of " + std::to_string(timeout_ms) + " ms (stopped before " + where + ")");
 }
 
+Status RunLimits::check_time(const ir::Node& node) const {
+  if (deadline == Clock::time_point::max() || Clock::now() < deadline) return Status::ok();
+  return check_time(node.label());
+}
+
 Status RunLimits::check_tensor(DataType dtype, const Shape& shape, const std::string& what) const {
   return check_tensor_limit(max_tensor_bytes, dtype, shape, what);
 }
@@ -457,7 +462,8 @@ class StepContext final : public KernelContext {
       if (rc_.limits->max_loop_iterations && subgraph_runs_ > rc_.limits->max_loop_iterations)
         return Status(StatusCode::kResourceExhausted, where() + "would run its body more than the session's max_loop_iterations of " +
                                                           std::to_string(rc_.limits->max_loop_iterations) + " times");
-      BH_RETURN_IF_ERROR(rc_.limits->check_time("iteration " + std::to_string(subgraph_runs_) + " of " + step_.node->label()));
+      if (!rc_.limits->check_time(*step_.node).is_ok())  // the message names the iteration
+        return rc_.limits->check_time("iteration " + std::to_string(subgraph_runs_) + " of " + step_.node->label());
     }
     return run(*it->second, std::move(inputs), rc_, &frame_);
   }
@@ -599,7 +605,7 @@ Result<std::vector<Value>> run_steps(const CompiledGraph& g, std::vector<Value> 
   };
   std::vector<Value> step_inputs;
   for (const Step& st : g.steps) {
-    if (rc.limits) BH_RETURN_IF_ERROR(rc.limits->check_time(st.node->label()));
+    if (rc.limits) BH_RETURN_IF_ERROR(rc.limits->check_time(*st.node));
     Allocator& alloc = rc.allocator(st.placement);
     const Domain& dom = placements[st.placement].device->compute_domain();
     step_inputs.assign(st.in.size(), Value());

@@ -37,6 +37,9 @@ class SessionImpl {
   ir::Model model;
   exec::CompileOptions compile_options;
   std::unique_ptr<exec::CompiledGraph> plan;
+  // The buffers of the plan's constants (weights, folded values), which an output must
+  // never alias; made once with the plan.
+  std::unordered_set<const Buffer*> constant_buffers;
   std::vector<IoInfo> all_inputs;  // every graph input, in graph order (binding order)
   std::vector<bool> input_required;  // false for inputs that default to an initializer
   std::vector<bool> input_bindable;  // required inputs, and initializer defaults of IR >= 4 models
@@ -189,6 +192,10 @@ Result<Session> build_session(const std::shared_ptr<EnvImpl>& env, ir::Model mod
   auto compiled = exec::compile(g, impl->compile_options);
   if (!compiled.is_ok()) return compiled.status().with_context("'" + impl->model.path + "': ");
   impl->plan = std::move(compiled).value();
+  for (const auto& [slot, v] : impl->plan->constants)
+    if (v.is_tensor() && v.tensor.buffer()) impl->constant_buffers.insert(v.tensor.buffer().get());
+  for (const auto& [name, t] : impl->plan->constant_values)
+    if (t.buffer()) impl->constant_buffers.insert(t.buffer().get());
   for (auto& in : g.inputs) {
     bool required = !g.initializers.count(in.name);
     impl->all_inputs.push_back(to_io(in));
@@ -581,11 +588,6 @@ Result<NamedValues> run_session(const SessionImpl& s, const NamedValues& inputs,
   if (options.profile)
     for (auto& t : timings) options.profile->push_back({t.node->name, t.node->op_type, t.ms, t.shapes});
 
-  for (const auto& [slot, v] : s.plan->constants) {
-    if (v.is_tensor() && v.tensor.buffer()) foreign.insert(v.tensor.buffer().get());
-  }
-  for (const auto& [name, t] : s.plan->constant_values)
-    if (t.buffer()) foreign.insert(t.buffer().get());
   NamedValues result;
   for (size_t i : wanted) {
     Value v = (*outs)[i];
@@ -593,7 +595,7 @@ Result<NamedValues> run_session(const SessionImpl& s, const NamedValues& inputs,
     // host memory): never an alias of an input or of the model's weights.
     auto own = [&](Tensor& t) -> Status {
       if (!own_outputs) return Status::ok();
-      if (t.buffer() && foreign.count(t.buffer().get())) t = t.clone_host();
+      if (t.buffer() && (foreign.count(t.buffer().get()) || s.constant_buffers.count(t.buffer().get()))) t = t.clone_host();
       else if (t.dtype() == DataType::kString) t = t.clone_host();
       return Status::ok();
     };

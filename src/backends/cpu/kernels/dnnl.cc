@@ -364,6 +364,29 @@ struct PostOp {
 // Applies `ops` to y[0, n); `s` is the summand at the same offset (for kSum).
 template <typename T>
 __attribute__((noinline)) void apply_post_ops(const PostOp* ops, size_t nops, T* __restrict y, const T* __restrict s,
+                                              int64_t n);
+
+// y[0, n) += bias, then `ops`: the bias folded into the first pass over y where that op
+// is a Relu or a sum (a 1x1 product's output row, still in cache).
+template <typename T>
+void add_bias_and_post_ops(const PostOp* ops, size_t nops, T* __restrict y, const T* __restrict s, int64_t n, T bias) {
+  if (nops && ops[0].kind == PostKind::kRelu) {
+    for (int64_t i = 0; i < n; ++i) {
+      const T v = y[i] + bias;
+      y[i] = v < T(0) ? T(0) : v;
+    }
+    ++ops, --nops;
+  } else if (nops && ops[0].kind == PostKind::kSum) {
+    for (int64_t i = 0; i < n; ++i) y[i] = (y[i] + bias) + s[i];
+    ++ops, --nops;
+  } else {
+    for (int64_t i = 0; i < n; ++i) y[i] += bias;
+  }
+  if (nops) apply_post_ops(ops, nops, y, s, n);
+}
+
+template <typename T>
+__attribute__((noinline)) void apply_post_ops(const PostOp* ops, size_t nops, T* __restrict y, const T* __restrict s,
                                               int64_t n) {
   for (size_t k = 0; k < nops; ++k) {
     const PostOp& p = ops[k];
@@ -449,7 +472,7 @@ Status conv1x1_sgemm(const std::string& where, const float* x, const float* w, c
   const bool small_groups = G > 1 && Mg * Cg * S < (int64_t{8} << 20);
   // Column block: Mg rows of it should stay within L2.
   int64_t blk = S;
-  if (!ops.empty()) {
+  if (!ops.empty() || b) {
     blk = std::max<int64_t>(256, ((int64_t{512} << 10) / (4 * std::max<int64_t>(Mg, 1))) / 64 * 64);
     if (blk * 2 > S) blk = S;
   }
@@ -461,13 +484,16 @@ Status conv1x1_sgemm(const std::string& where, const float* x, const float* w, c
     const float* sp = sum ? sum + (n * M + g * Mg) * S : nullptr;
     for (int64_t c0 = 0; c0 < S; c0 += blk) {
       int64_t nc = std::min(blk, S - c0);
-      if (bp)
-        for (int64_t m = 0; m < Mg; ++m) std::fill(yp + m * S + c0, yp + m * S + c0 + nc, bp[m]);
-      dnnl::status st = dnnl::sgemm('N', 'N', Mg, nc, Cg, 1.f, wp, Cg, xp + c0, S, bp ? 1.f : 0.f, yp + c0, S);
+      // The bias is added in the pass that applies the post-ops (no fill of Y before
+      // the product, which would then read it back).
+      dnnl::status st = dnnl::sgemm('N', 'N', Mg, nc, Cg, 1.f, wp, Cg, xp + c0, S, 0.f, yp + c0, S);
       if (st != dnnl::status::success) return st;
-      if (!ops.empty())
-        for (int64_t m = 0; m < Mg; ++m)
-          apply_post_ops(ops.data(), ops.size(), yp + m * S + c0, sp ? sp + m * S + c0 : nullptr, nc);
+      for (int64_t m = 0; m < Mg; ++m) {
+        float* row = yp + m * S + c0;
+        const float* srow = sp ? sp + m * S + c0 : nullptr;
+        if (bp) add_bias_and_post_ops(ops.data(), ops.size(), row, srow, nc, bp[m]);
+        else if (!ops.empty()) apply_post_ops(ops.data(), ops.size(), row, srow, nc);
+      }
     }
     return dnnl::status::success;
   };
