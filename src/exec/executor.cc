@@ -347,12 +347,18 @@ Result<std::unique_ptr<CompiledGraph>> compile(const ir::Graph& graph, const Com
         const int s = st.in[i];
         auto c = s < 0 ? constant_at.end() : constant_at.find(s);
         if (c == constant_at.end()) continue;
-        if (!cg->constant_values.count(cg->slot_name[s])) {
+        if (st.resident.size() > i && !st.resident[i].is_none()) continue;  // a device's copy
+        const Value& v = cg->constants[c->second].second;
+        // Bound only where the step reads it as it is: a constant in another domain goes
+        // through the frame and the run's copy into the step's domain, as before.
+        const bool same_domain = !v.is_tensor() || v.tensor.dtype() == DataType::kString ||
+                                 v.tensor.domain() == opts.placements[st.placement].device->compute_domain();
+        if (!cg->constant_values.count(cg->slot_name[s]) || !same_domain) {
           in_frame[s] = true;
           continue;
         }
         if (st.resident.size() < st.in.size()) st.resident.resize(st.in.size());
-        if (st.resident[i].is_none()) st.resident[i] = cg->constants[c->second].second;
+        st.resident[i] = v;
       }
     std::vector<std::pair<int, Value>> kept;
     for (auto& [slot, v] : cg->constants)

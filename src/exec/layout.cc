@@ -167,7 +167,10 @@ class Planner {
         n.outputs[0] = bname(out);
       }
       out_nodes.push_back(std::move(n));
-      if (!y_blocked_[i]) continue;
+      if (!y_blocked_[i]) {
+        convert_seeded(out);  // a Conv writing plain what other Convs read blocked
+        continue;
+      }
       // Plain readers of `out` get it from a conversion placed right after its producer,
       // so that every reader comes after it.
       bool plain_reader = pinned_.count(out) != 0;
