@@ -21,14 +21,9 @@ Status check_tensor_limit(uint64_t max_bytes, DataType dtype, const Shape& shape
 }
 
 Status RunLimits::check_time(const std::string& where) const {
-  if (deadline == Clock::time_point::max() || Clock::now() < deadline) return Status::ok();
+  if (!expired()) return Status::ok();
   return Status(StatusCode::kDeadlineExceeded,
                 "the run took longer than its time limit of " + std::to_string(timeout_ms) + " ms (stopped before " + where + ")");
-}
-
-Status RunLimits::check_time(const ir::Node& node) const {
-  if (deadline == Clock::time_point::max() || Clock::now() < deadline) return Status::ok();
-  return check_time(node.label());
 }
 
 Status RunLimits::check_tensor(DataType dtype, const Shape& shape, const std::string& what) const {
@@ -348,12 +343,12 @@ Result<std::unique_ptr<CompiledGraph>> compile(const ir::Graph& graph, const Com
         auto c = s < 0 ? constant_at.end() : constant_at.find(s);
         if (c == constant_at.end()) continue;
         if (st.resident.size() > i && !st.resident[i].is_none()) continue;  // a device's copy
+        if (!cg->constant_values.count(cg->slot_name[s])) continue;  // a default: in the frame
         const Value& v = cg->constants[c->second].second;
         // Bound only where the step reads it as it is: a constant in another domain goes
         // through the frame and the run's copy into the step's domain, as before.
-        const bool same_domain = !v.is_tensor() || v.tensor.dtype() == DataType::kString ||
-                                 v.tensor.domain() == opts.placements[st.placement].device->compute_domain();
-        if (!cg->constant_values.count(cg->slot_name[s]) || !same_domain) {
+        if (v.is_tensor() && v.tensor.dtype() != DataType::kString &&
+            v.tensor.domain() != opts.placements[st.placement].device->compute_domain()) {
           in_frame[s] = true;
           continue;
         }
@@ -468,7 +463,8 @@ class StepContext final : public KernelContext {
       if (rc_.limits->max_loop_iterations && subgraph_runs_ > rc_.limits->max_loop_iterations)
         return Status(StatusCode::kResourceExhausted, where() + "would run its body more than the session's max_loop_iterations of " +
                                                           std::to_string(rc_.limits->max_loop_iterations) + " times");
-      if (!rc_.limits->check_time(*step_.node).is_ok())  // the message names the iteration
+      // The message (and its strings) only once the deadline has passed.
+      if (rc_.limits->expired())
         return rc_.limits->check_time("iteration " + std::to_string(subgraph_runs_) + " of " + step_.node->label());
     }
     return run(*it->second, std::move(inputs), rc_, &frame_);
@@ -611,7 +607,7 @@ Result<std::vector<Value>> run_steps(const CompiledGraph& g, std::vector<Value> 
   };
   std::vector<Value> step_inputs;
   for (const Step& st : g.steps) {
-    if (rc.limits) BH_RETURN_IF_ERROR(rc.limits->check_time(*st.node));
+    if (rc.limits && rc.limits->expired()) return rc.limits->check_time(st.node->label());
     Allocator& alloc = rc.allocator(st.placement);
     const Domain& dom = placements[st.placement].device->compute_domain();
     step_inputs.assign(st.in.size(), Value());

@@ -53,10 +53,10 @@ struct RunLimits {
   uint64_t max_tensor_bytes = 0;    // 0: none
   int64_t max_loop_iterations = 0;  // 0: none
   bool any() const { return deadline != Clock::time_point::max() || max_tensor_bytes || max_loop_iterations; }
+  // The deadline has passed.
+  bool expired() const { return deadline != Clock::time_point::max() && Clock::now() >= deadline; }
   // kDeadlineExceeded once the deadline has passed; `where` names the node about to run.
   Status check_time(const std::string& where) const;
-  // The same, naming `node` (its label is made only when the deadline has passed).
-  Status check_time(const ir::Node& node) const;
   // kResourceExhausted when a tensor of `dtype` and `shape` would pass max_tensor_bytes.
   Status check_tensor(DataType dtype, const Shape& shape, const std::string& what) const;
 };

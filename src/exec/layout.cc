@@ -88,10 +88,7 @@ class Planner {
     auto ensure_plain = [&](const std::string& v) {
       if (!blocked_.count(v) || plain_made.count(v)) return;
       plain_made.insert(v);
-      ir::Attribute a;
-      a.type = AttrType::kInt;
-      a.i = shape4(v)->at(1).value;
-      convert("FromBlocked16", bname(v), v).attrs["channels"] = a;
+      convert("FromBlocked16", bname(v), v).attrs["channels"] = int_attr(shape4(v)->at(1).value);
     };
     auto ensure_blocked = [&](const std::string& v) {
       if (blocked_.count(v) || blocked_made.count(v)) return;
@@ -149,18 +146,8 @@ class Planner {
           if (!in.empty() && blocked_.count(in)) in = bname(in);  // constants stay as they are
         if (k == Kind::kPool || k == Kind::kGlobalPool || k == Kind::kAffine || k == Kind::kResize)
           n.attrs["_layout"] = str_attr(kBlocked16);
-        if (k == Kind::kResize) {
-          ir::Attribute c;
-          c.type = AttrType::kInt;
-          c.i = (*shape4(out))[1].value;
-          n.attrs["channels"] = c;
-        }
-        if (k == Kind::kConcat) {
-          ir::Attribute a;
-          a.type = AttrType::kInt;
-          a.i = 1;
-          n.attrs["axis"] = a;
-        }
+        if (k == Kind::kResize) n.attrs["channels"] = int_attr((*shape4(out))[1].value);
+        if (k == Kind::kConcat) n.attrs["axis"] = int_attr(1);
       }
       if (y_blocked_[i]) {
         add_blocked_info(out);
@@ -184,6 +171,12 @@ class Planner {
 
  private:
   static std::string bname(const std::string& v) { return v + "__nChw16c"; }
+  static ir::Attribute int_attr(int64_t i) {
+    ir::Attribute a;
+    a.type = AttrType::kInt;
+    a.i = i;
+    return a;
+  }
 
   // The declared rank-4 float32 shape of `v` with a fixed channel count, or null.
   const std::vector<Dim>* shape4(const std::string& v) const {

@@ -364,29 +364,6 @@ struct PostOp {
 // Applies `ops` to y[0, n); `s` is the summand at the same offset (for kSum).
 template <typename T>
 __attribute__((noinline)) void apply_post_ops(const PostOp* ops, size_t nops, T* __restrict y, const T* __restrict s,
-                                              int64_t n);
-
-// y[0, n) += bias, then `ops`: the bias folded into the first pass over y where that op
-// is a Relu or a sum (a 1x1 product's output row, still in cache).
-template <typename T>
-void add_bias_and_post_ops(const PostOp* ops, size_t nops, T* __restrict y, const T* __restrict s, int64_t n, T bias) {
-  if (nops && ops[0].kind == PostKind::kRelu) {
-    for (int64_t i = 0; i < n; ++i) {
-      const T v = y[i] + bias;
-      y[i] = v < T(0) ? T(0) : v;
-    }
-    ++ops, --nops;
-  } else if (nops && ops[0].kind == PostKind::kSum) {
-    for (int64_t i = 0; i < n; ++i) y[i] = (y[i] + bias) + s[i];
-    ++ops, --nops;
-  } else {
-    for (int64_t i = 0; i < n; ++i) y[i] += bias;
-  }
-  if (nops) apply_post_ops(ops, nops, y, s, n);
-}
-
-template <typename T>
-__attribute__((noinline)) void apply_post_ops(const PostOp* ops, size_t nops, T* __restrict y, const T* __restrict s,
                                               int64_t n) {
   for (size_t k = 0; k < nops; ++k) {
     const PostOp& p = ops[k];
@@ -418,6 +395,25 @@ __attribute__((noinline)) void apply_post_ops(const PostOp* ops, size_t nops, T*
         break;
     }
   }
+}
+
+// y[0, n) += bias, then `ops`: the bias folded into the first pass over y where that op
+// is a Relu or a sum (a 1x1 product's output row, still in cache).
+template <typename T>
+void add_bias_and_post_ops(const PostOp* ops, size_t nops, T* __restrict y, const T* __restrict s, int64_t n, T bias) {
+  if (nops && ops[0].kind == PostKind::kRelu) {
+    for (int64_t i = 0; i < n; ++i) {
+      const T v = y[i] + bias;
+      y[i] = v < T(0) ? T(0) : v;
+    }
+    ++ops, --nops;
+  } else if (nops && ops[0].kind == PostKind::kSum) {
+    for (int64_t i = 0; i < n; ++i) y[i] = (y[i] + bias) + s[i];
+    ++ops, --nops;
+  } else {
+    for (int64_t i = 0; i < n; ++i) y[i] += bias;
+  }
+  if (nops) apply_post_ops(ops, nops, y, s, n);
 }
 
 // The same over a whole tensor, split across threads.

@@ -303,6 +303,16 @@ void resize_2d_f32(const float* src, float* dst, int64_t planes, int64_t ih, int
   });
 }
 
+// f when the table repeats each of the `in` input positions f times in a row (integer
+// upsampling, no extrapolation), else 0.
+int64_t repeat_factor(const AxisTable& t, int64_t in, int64_t out) {
+  if (in <= 0 || out % in != 0 || t.any_extrap) return 0;
+  const int64_t f = out / in;
+  for (int64_t x = 0; x < out; ++x)
+    if (t.idx[x] != x / f) return 0;
+  return f;
+}
+
 // Exact gather for nearest mode, any dtype.
 template <class T>
 void nearest_gather(const T* src, T* dst, const Shape& in_shape, const Shape& out_shape,
@@ -317,10 +327,8 @@ void nearest_gather(const T* src, T* dst, const Shape& in_shape, const Shape& ou
   std::vector<int32_t> ix32(small ? ow : 0);
   for (int64_t x = 0; small && x < ow; ++x) ix32[x] = static_cast<int32_t>(tx.idx[x]);
   // Integer upsampling (each input element repeated f times) needs no gather.
-  int64_t f = in_shape[r - 1] > 0 ? ow / in_shape[r - 1] : 0;
-  if (f < 2 || f > 8 || f * in_shape[r - 1] != ow || tx.any_extrap) f = 0;
-  for (int64_t x = 0; f && x < ow; ++x)
-    if (tx.idx[x] != x / f) f = 0;
+  int64_t f = repeat_factor(tx, in_shape[r - 1], ow);
+  if (f < 2 || f > 8) f = 0;
   const int64_t iw = in_shape[r - 1];
   parallel_for(threads, rows, std::max<int64_t>(1, 8192 / std::max<int64_t>(ow, 1)), [&](int64_t b, int64_t e) {
     int64_t prev_base = -2;
@@ -370,11 +378,8 @@ void nearest_gather_blocked(const float* src, float* dst, const Shape& in, const
   constexpr int64_t B = 16;
   const int64_t IH = in[2], IW = in[3], ON = out[0], OH = out[2], OW = out[3];
   const AxisTable &tn = tabs[0], &th = tabs[2], &tw = tabs[3];
-  // Integer upsampling along W (each input pixel repeated f times, no extrapolation).
-  int64_t f = IW > 0 && OW % IW == 0 ? OW / IW : 0;
-  if (f < 1 || tw.any_extrap) f = 0;
-  for (int64_t x = 0; f && x < OW; ++x)
-    if (tw.idx[x] != x / f) f = 0;
+  // Integer upsampling along W: each input pixel repeated f times.
+  const int64_t f = repeat_factor(tw, IW, OW);
   parallel_for(threads, ON * cb * OH, std::max<int64_t>(1, 4096 / std::max<int64_t>(OW * B, 1)), [&](int64_t b, int64_t e) {
     int64_t prev_base = -2;
     for (int64_t row = b; row < e; ++row) {
