@@ -170,11 +170,12 @@ function runBulkhead(a, spec, inputs, threads, { args = [], runs = runsFor(a, sp
   const r = runMeasured(argv, a.time, 30 * 60 * 1000);
   const m = /latency over \d+ run\(s\): median ([\d.]+) ms\s+min ([\d.]+) ms/.exec(r.stdout);
   const c = /session created in ([\d.]+) ms/.exec(r.stdout);
+  const first = /first run in ([\d.]+) ms/.exec(r.stdout);
   const p = /^ *(precision \S+ \(\d+ nodes compute in bf16\).*)$/m.exec(r.stdout);
   if (r.status !== 0 || !m)
     return { ok: false, error: lastLine(r.stderr) || lastLine(r.stdout) || `exit ${r.status}`, peak_rss_mb: r.rss_mb, wall_s: r.wall_s };
   return { ok: true, median_ms: Number(m[1]), min_ms: Number(m[2]), create_ms: c ? Number(c[1]) : null,
-    peak_rss_mb: r.rss_mb, wall_s: r.wall_s, ...(p ? { precision_line: p[1] } : {}), ...(cpus ? { cpus } : {}) };
+    first_run_ms: first ? Number(first[1]) : null, peak_rss_mb: r.rss_mb, wall_s: r.wall_s, ...(p ? { precision_line: p[1] } : {}), ...(cpus ? { cpus } : {}) };
 }
 
 // One ort_bench.js process; opts as for runBulkhead (args: e.g. ['--out', DIR]).
@@ -188,7 +189,7 @@ function runOrt(a, spec, inputs, threads, { args = [], runs = runsFor(a, spec), 
     return { ok: false, error: lastLine(r.stderr) || `exit ${r.status}`, peak_rss_mb: r.rss_mb, wall_s: r.wall_s };
   // Prefer GNU time's figure (same method as for bulkhead); the process's own maxRSS otherwise.
   return { ok: true, median_ms: j.median_ms, min_ms: j.min_ms, create_ms: j.create_ms,
-    peak_rss_mb: r.rss_mb !== null ? r.rss_mb : j.peak_rss_mb, self_rss_mb: j.peak_rss_mb, wall_s: r.wall_s, ...(cpus ? { cpus } : {}) };
+    first_run_ms: j.first_run_ms === undefined ? null : j.first_run_ms, peak_rss_mb: r.rss_mb !== null ? r.rss_mb : j.peak_rss_mb, self_rss_mb: j.peak_rss_mb, wall_s: r.wall_s, ...(cpus ? { cpus } : {}) };
 }
 
 function summarize(rounds) {
@@ -197,6 +198,7 @@ function summarize(rounds) {
   if (!ok.length) return { ok: false, error: rounds.map((r) => r.error).find(Boolean) || 'failed', all_rounds: all };
   const rss = ok.map((r) => r.peak_rss_mb).filter((x) => x !== null && x !== undefined);
   const create = ok.map((r) => r.create_ms).filter((x) => x !== null && x !== undefined);
+  const first = ok.map((r) => r.first_run_ms).filter((x) => x !== null && x !== undefined);
   return {
     ok: true,
     rounds_ok: ok.length,
@@ -207,6 +209,7 @@ function summarize(rounds) {
     peak_rss_mb: rss.length ? Math.max(...rss) : null,
     create_ms: create.length ? median(create) : null, // median over rounds of the session creation time
     round_create_ms: create,
+    first_run_ms: first.length ? median(first) : null, // median over rounds of the first run's time
     ...(ok.length < rounds.length ? { error: rounds.find((r) => !r.ok).error } : {}),
   };
 }
@@ -621,7 +624,8 @@ function main() {
 
   const f = (x, d) => (x === null || x === undefined ? '-' : x.toFixed(d));
   const cols = [['model', 18, true], ['threads', 7], ['runs', 5], ['bulkhead ms', 12], ['ORT ms', 10], ['bh/ORT', 7],
-    ['paired', 7], ['bh create ms', 12], ['ORT create ms', 13], ['bh RSS MB', 10], ['ORT RSS MB', 11]];
+    ['paired', 7], ['bh create ms', 12], ['ORT create ms', 13], ['bh 1st run ms', 13], ['ORT 1st run ms', 14],
+    ['bh RSS MB', 10], ['ORT RSS MB', 11]];
   const line = (vals) => cols.map(([, w, l], i) => pad(vals[i], w, l)).join('  ');
   console.log('');
   console.log(line(cols.map((c) => c[0])));
@@ -632,7 +636,7 @@ function main() {
     console.log(line([r.model, r.threads, r.runs,
       r.bulkhead.ok ? ms(r.bulkhead.median_ms) : 'FAILED', r.ort.ok ? ms(r.ort.median_ms) : 'FAILED',
       r.ratio === null ? '-' : f(r.ratio, 2), f(r.paired_ratio, 2),
-      f(r.bulkhead.create_ms, 1), f(r.ort.create_ms, 1),
+      f(r.bulkhead.create_ms, 1), f(r.ort.create_ms, 1), f(r.bulkhead.first_run_ms, 1), f(r.ort.first_run_ms, 1),
       f(r.bulkhead.peak_rss_mb, 1), f(r.ort.peak_rss_mb, 1)]));
     for (const [tool, s] of [['bulkhead', r.bulkhead], ['ORT', r.ort]])
       if (s.error) notes.push(`${r.model} t=${r.threads} ${tool}${s.ok ? ` (${s.rounds_ok}/${a.rounds} rounds ok)` : ''}: ${s.error}`);
@@ -648,7 +652,8 @@ function main() {
     `paired: the median over rounds of bulkhead's median over ORT's in the same round.`);
   console.log(`pinning: ${meta.pin}.`);
   console.log('create: session creation (read the file, parse, optimise, compile), median over rounds; ' +
-    "bulkhead's 'session created in' line, ORT's InferenceSession.create.");
+    "bulkhead's 'session created in' line, ORT's InferenceSession.create. 1st run: the session's first run " +
+    '(the first warm-up run), median over rounds; create + 1st run is the time to the first result.');
   console.log(`RSS: ${meta.rss_method}, max over rounds.` +
     (baseline ? ` node + onnxruntime-node loaded, no session: ${baseline.toFixed(1)} MB.` : ''));
   console.log(`load average ${meta.loadavg_start.join(' ')} at start, ${meta.loadavg_end.join(' ')} at end (${meta.cores} cores); ` +

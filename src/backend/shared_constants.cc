@@ -1,5 +1,7 @@
 #include "backend/shared_constants.h"
 
+#include "memory/host_pages.h"
+
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
@@ -100,6 +102,7 @@ std::shared_ptr<const SharedConstants::Bytes> SharedConstants::get_or_make(const
   holder->bytes.data = std::aligned_alloc(64, (std::max<size_t>(size, 1) + 63) / 64 * 64);
   if (!holder->bytes.data) throw std::bad_alloc();
   holder->bytes.size = size;
+  prefault_for_write(holder->bytes.data, size);
   fill(holder->bytes.data);
   holder->pins = std::move(pins);
   std::shared_ptr<const Bytes> result(holder, &holder->bytes);

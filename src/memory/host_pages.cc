@@ -12,6 +12,7 @@ namespace {
 
 constexpr size_t kHuge = size_t{2} << 20;
 constexpr size_t kPage = 4096;
+constexpr size_t kPrefaultMax = size_t{64} << 20;
 
 #if defined(BULKHEAD_SANITIZE_ADDRESS) || defined(BULKHEAD_SANITIZE_THREAD)
 constexpr bool kEnabled = false;
@@ -53,12 +54,30 @@ void host_pages_free(void* p, size_t size) {
 }
 
 void* host_block_alloc(size_t size) {
-  if (host_pages_serve(size, kBlockAlign)) return host_pages_alloc(size);
-  return std::aligned_alloc(kBlockAlign, (std::max<size_t>(size, 1) + kBlockAlign - 1) / kBlockAlign * kBlockAlign);
+  void* p = host_pages_serve(size, kBlockAlign)
+                ? host_pages_alloc(size)
+                : std::aligned_alloc(kBlockAlign, (std::max<size_t>(size, 1) + kBlockAlign - 1) / kBlockAlign * kBlockAlign);
+  // Run blocks are written in full right after they are allocated; mapping a fresh one
+  // in at once saves a fault per page on a session's first run. Not the largest: a
+  // hostile shape's block may fail before anything writes it.
+  if (size <= kPrefaultMax) prefault_for_write(p, size);
+  return p;
 }
 
 void host_block_discard(void* p, size_t size) {
   if (p && host_pages_serve(size, kBlockAlign)) ::madvise(p, map_length(size), MADV_DONTNEED);
+}
+
+void prefault_for_write(void* p, size_t size) {
+#ifdef MADV_POPULATE_WRITE
+  if (!kEnabled || !p || size < (size_t{1} << 16)) return;
+  const uintptr_t b = (reinterpret_cast<uintptr_t>(p) + kPage - 1) & ~(kPage - 1);
+  const uintptr_t e = (reinterpret_cast<uintptr_t>(p) + size) & ~(kPage - 1);
+  if (e > b) (void)::madvise(reinterpret_cast<void*>(b), e - b, MADV_POPULATE_WRITE);
+#else
+  (void)p;
+  (void)size;
+#endif
 }
 
 void host_block_free(void* p, size_t size) {

@@ -30,7 +30,8 @@ void host_pages_free(void* p, size_t size);
 
 // A host block of `size` bytes aligned to kBlockAlign: from host_pages_alloc when it
 // serves that size, else from aligned_alloc. The choice follows from the size alone, so
-// host_block_free needs nothing else. nullptr on failure.
+// host_block_free needs nothing else. Blocks up to 64 MiB come mapped in for writing
+// (prefault_for_write): their callers write them in full. nullptr on failure.
 constexpr size_t kBlockAlign = 64;
 void* host_block_alloc(size_t size);
 void host_block_free(void* p, size_t size);
@@ -39,6 +40,13 @@ void host_block_free(void* p, size_t size);
 // does not serve (small ones, sanitizer builds) are left as they are. The caller must
 // not need the block's contents.
 void host_block_discard(void* p, size_t size);
+
+// Maps in every whole page of [p, p + size) for writing, in one system call
+// (MADV_POPULATE_WRITE), where the caller is about to write all of it: a block of fresh
+// 4 KiB pages otherwise takes one page fault per page, which in a virtual machine can
+// cost several microseconds each. Best effort (nothing where the kernel predates 5.14, in
+// sanitizer builds, or for blocks under 64 KiB). Thread-safe.
+void prefault_for_write(void* p, size_t size);
 
 // Gives the free memory of malloc's heaps back to the system (glibc's malloc_trim).
 // Nothing in sanitizer builds: their malloc is not glibc's, whose malloc_trim then walks

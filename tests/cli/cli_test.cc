@@ -83,11 +83,12 @@ TEST_F(Cli, RunWritesOutputs) {
   EXPECT_EQ(y->data<float>()[3], 8.f);
   EXPECT_NE(o.out.find("latency"), std::string::npos);
   EXPECT_NE(o.out.find("session created in "), std::string::npos) << o.out;
-  // -q keeps the two lines bench/run_bench.js parses, and nothing else.
+  // -q keeps the three lines bench/run_bench.js parses, and nothing else.
   Outcome q = bulkhead("run " + m("add.onnx") + " -i x=" + m("x.npy") + " -i z=" + m("x.npy") + " -q", dir_);
   ASSERT_EQ(q.code, 0) << q.err;
-  EXPECT_EQ(std::count(q.out.begin(), q.out.end(), '\n'), 2) << q.out;
+  EXPECT_EQ(std::count(q.out.begin(), q.out.end(), '\n'), 3) << q.out;
   EXPECT_EQ(q.out.rfind("session created in ", 0), 0u) << q.out;
+  EXPECT_NE(q.out.find("\nfirst run in "), std::string::npos) << q.out;
   EXPECT_NE(q.out.find("\nlatency over 1 run(s): median "), std::string::npos) << q.out;
 }
 

@@ -186,6 +186,41 @@ g (float[4,32] x) => (float[4,32] y) <float[32,32] w = {)" + random_values_text(
   EXPECT_LT(in_use, 4096u);
 }
 
+// A convolution whose input shape is `x_type`'s: 32 filters of 16x3x3 (18 KiB, shared).
+std::string conv_text(const std::string& x_type) {
+  return R"(<ir_version: 8, opset_import: ["" : 17]>
+g ()" + x_type + R"( x) => (float y) <float[32,16,3,3] w = {)" + random_values_text(32 * 16 * 9, 11, -1, 1) + R"(}> {
+  c = Conv<pads = [1, 1, 1, 1]>(x, w)
+  y = Relu(c)
+})";
+}
+
+TEST(ShareWeights, StaticShapesPackTheWeightsAtCreation) {
+  // Shapes fixed before any run: the primitive and its packed weights are made by the
+  // session's creation, and the first run makes nothing more (it is as fast as the next).
+  Env env;
+  auto s = env.load_bytes(model_text_bytes(conv_text("float[1,16,24,24]")), "static", opts(true));
+  ASSERT_TRUE(s.is_ok()) << s.status().to_string();
+  const Env::SharedWeights made = env.shared_weights();
+  EXPECT_GE(made.packed, 1u);
+  Tensor x = random_tensor({1, 16, 24, 24}, 12);
+  auto y = s->run({{"x", x}});
+  ASSERT_TRUE(y.is_ok()) << y.status().to_string();
+  const Env::SharedWeights ran = env.shared_weights();
+  EXPECT_EQ(ran.packed, made.packed);
+  EXPECT_EQ(ran.packed_hits, made.packed_hits);  // the run did not even look one up
+
+  // A symbolic batch: nothing is known to pack until a run; the result is the same.
+  Env lazy_env;
+  auto d = lazy_env.load_bytes(model_text_bytes(conv_text("float[N,16,24,24]")), "dynamic", opts(true));
+  ASSERT_TRUE(d.is_ok()) << d.status().to_string();
+  EXPECT_EQ(lazy_env.shared_weights().packed, 0u);
+  auto yd = d->run({{"x", x}});
+  ASSERT_TRUE(yd.is_ok()) << yd.status().to_string();
+  EXPECT_GE(lazy_env.shared_weights().packed, 1u);
+  EXPECT_TRUE(bitwise_equal((*y)[0].second, (*yd)[0].second));
+}
+
 TEST(ReleaseIdleMemory, RunsGiveTheirMemoryBackAndGiveTheSameResults) {
   Env env;
   SessionOptions o = opts(true);

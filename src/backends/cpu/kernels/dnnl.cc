@@ -818,10 +818,21 @@ class ConvKernel final : public Kernel {
   }
   // Packed weights are then shared with the Env's other sessions (KernelInfo::shared).
   void share_with(std::shared_ptr<SharedConstants> shared) { shared_ = std::move(shared); }
+  // Builds now, at session creation, the primitive a run will use and packs the weights
+  // for it, where X's shape is fixed before any run (KernelInfo::graph) and W is
+  // constant: the session's first run is then as fast as the next. A run with another
+  // shape or thread count makes its own plan, as before. Call after the set_* methods.
+  void prepare(const KernelInfo& info) const;
 
   Status compute(KernelContext& ctx) const override;
 
  private:
+  // Which code a float32 convolution on plain NCHW runs (conv_into): oneDNN's primitive,
+  // or one of the kernels that beat it on such shapes. `plain_ops`: post-ops or a sum
+  // come with it.
+  enum class PlainPath { kPlan, kDeconvPixels, kPointwise, kDepthwise3x3, kDepthwise };
+  PlainPath plain_path(const Geometry& g, int64_t C, int64_t M, bool plain_ops) const;
+
   struct Plan {
     bool use_ref = false;
     std::string why_ref;
@@ -1348,6 +1359,75 @@ Status ConvKernel::conv_blocked(KernelContext& ctx, const Tensor& x, const Shape
   return Status::ok();
 }
 
+ConvKernel::PlainPath ConvKernel::plain_path(const Geometry& g, int64_t C, int64_t M, bool plain_ops) const {
+  const int64_t G = a_.group;
+  if (transpose_) {
+    // Each input pixel makes its own k x k block of output pixels: one product.
+    bool pixels = G == 1 && g.nsp == 2 && !plain_ops;
+    for (int i = 0; pixels && i < 2; ++i)
+      pixels = g.k[i] == g.s[i] && g.d[i] == 1 && g.pb[i] == 0 && g.pe[i] == 0 && g.out[i] == g.in[i] * g.s[i];
+    return pixels ? PlainPath::kDeconvPixels : PlainPath::kPlan;
+  }
+  if (bf16_) return PlainPath::kPlan;
+  // Grouped 1x1 (ShuffleNet) too, unless each group is whole 16-channel blocks, which
+  // oneDNN's kernels take as they are.
+  bool pointwise = G == 1 || (C / G) % 16 != 0 || (M / G) % 16 != 0;
+  for (int i = 0; i < g.nsp; ++i) pointwise = pointwise && g.k[i] == 1 && g.s[i] == 1 && g.pb[i] == 0 && g.pe[i] == 0;
+  if (pointwise) return PlainPath::kPointwise;
+  // NCHW depthwise beats oneDNN + two reorders on wide planes, and the 3x3 "same" one
+  // down to 12 columns (depthwise3x3s1_nchw; ShuffleNet's 14 and 28); narrower planes go to oneDNN's brdgmm/jit
+  // depthwise kernels (nchw_depthwise_min_width): 544 channels at 7x7 took 28 us here,
+  // 23 us there with its reorders.
+  const bool dw = g.nsp == 2 && G == C && M == C;
+  if (dw && g.k[0] == 3 && g.k[1] == 3 && g.s[0] == 1 && g.s[1] == 1 && g.d[0] == 1 && g.d[1] == 1 && g.pb[0] == 1 &&
+      g.pb[1] == 1 && g.pe[0] == 1 && g.pe[1] == 1 && g.in[0] >= 3 && g.in[1] >= 12)
+    return PlainPath::kDepthwise3x3;
+  if (dw && g.out[1] >= nchw_depthwise_min_width()) return PlainPath::kDepthwise;
+  return PlainPath::kPlan;
+}
+
+void ConvKernel::prepare(const KernelInfo& info) const {
+  const ir::Node& n = info.node;
+  if (!const_w_.defined() || !info.graph || n.inputs.empty()) return;
+  const ir::ValueInfo* vi = info.graph->info(n.inputs[0]);
+  if (!vi || !vi->shape) return;
+  Shape xs;
+  for (const ir::Dim& d : *vi->shape) {
+    if (!d.fixed()) return;
+    xs.push_back(d.value);
+  }
+  const Shape& ws = const_w_.shape();
+  const int64_t G = a_.group;
+  if (x_blocked_) {
+    if (xs.size() != 5 || ws.size() != 4) return;
+    xs = {xs[0], ws[1] * G, xs[2], xs[3]};  // the logical shape of [N, C/16, H, W, 16]
+  }
+  // What compute() would take: a float32 X, or the bfloat16 chain's blocked one.
+  const bool xbf = bf16_ && x_blocked_ && vi->dtype == DataType::kBFloat16;
+  if (vi->dtype != DataType::kFloat32 && !xbf) return;
+  if (xs.size() < 3 || xs.size() > 5 || ws.size() != xs.size() || G < 1 || xs[1] % G != 0) return;
+  if (transpose_ ? ws[0] != xs[1] : ws[1] * G != xs[1]) return;
+  Geometry g;
+  if (!resolve_geometry(a_, transpose_, xs, ws, info.where(), &g).is_ok()) return;
+  const int64_t M = transpose_ ? ws[1] * G : ws[0];
+  double macs = static_cast<double>(xs[0]) * static_cast<double>(M) * static_cast<double>(xs[1] / G);
+  for (size_t i = 0; i < g.out.size(); ++i) macs *= static_cast<double>(g.out[i]) * static_cast<double>(g.k[i]);
+  const bool has_bias = n.inputs.size() > 2 && !n.inputs[2].empty();
+  // The thread count a run gives oneDNN (a plan's key): the session's, or one for a small
+  // convolution (SerialScope in compute). Set on this thread for the build, then put back.
+  const int threads = serial_for_macs(macs) ? 1 : std::max(1, info.threads), saved = omp_get_max_threads();
+  omp_set_num_threads(threads);
+  try {
+    if (x_blocked_ || y_blocked_)
+      plan_for(xs, ws, has_bias, g, G, x_blocked_, y_blocked_, xbf, y_bf16_ && y_blocked_);
+    else if (plain_path(g, xs[1], M, !post_.empty()) == PlainPath::kPlan)
+      plan_for(xs, ws, has_bias, g, G);
+  } catch (const std::exception&) {
+    // Out of memory packing the weights: the first run tries again and reports it.
+  }
+  omp_set_num_threads(saved);
+}
+
 Status ConvKernel::conv_into(KernelContext& ctx, const Tensor& xt, const Tensor& wt, const Tensor* b, Tensor& y,
                              const Geometry& g, const std::vector<PostOp>& ops, const Tensor* sum,
                              const int64_t* planes) const {
@@ -1357,10 +1437,9 @@ Status ConvKernel::conv_into(KernelContext& ctx, const Tensor& xt, const Tensor&
   DataType dt = x->dtype();
   int64_t G = a_.group;
   int64_t N = x->dim(0), C = x->dim(1), M = y.dim(1);
-  // The depthwise 3x3 "same" kernel on NCHW (below), which can read X through `planes`.
-  const bool dw3x3s1 = dt == DataType::kFloat32 && !transpose_ && !bf16_ && g.nsp == 2 && G == C && M == C &&
-                       g.k[0] == 3 && g.k[1] == 3 && g.s[0] == 1 && g.s[1] == 1 && g.d[0] == 1 && g.d[1] == 1 &&
-                       g.pb[0] == 1 && g.pb[1] == 1 && g.pe[0] == 1 && g.pe[1] == 1 && g.in[0] >= 3 && g.in[1] >= 12;
+  const PlainPath path = dt == DataType::kFloat32 ? plain_path(g, C, M, !ops.empty() || sum) : PlainPath::kPlan;
+  // The depthwise 3x3 "same" kernel on NCHW (below) can read X through `planes`.
+  const bool dw3x3s1 = path == PlainPath::kDepthwise3x3;
   Tensor shuffled;
   if (planes && !dw3x3s1) {
     BH_ASSIGN_OR_RETURN(shuffled, ctx.allocate_scratch(dt, x->shape()));
@@ -1393,38 +1472,22 @@ Status ConvKernel::conv_into(KernelContext& ctx, const Tensor& xt, const Tensor&
     return Status::ok();
   }
   const float* sumf = sum && dt == DataType::kFloat32 ? sum->data<float>() : nullptr;
-  if (dt == DataType::kFloat32 && transpose_ && G == 1 && g.nsp == 2 && ops.empty() && !sum) {
-    bool pixels = true;
-    for (int i = 0; i < 2; ++i)
-      pixels = pixels && g.k[i] == g.s[i] && g.d[i] == 1 && g.pb[i] == 0 && g.pe[i] == 0 && g.out[i] == g.in[i] * g.s[i];
-    if (pixels)
+  switch (path) {
+    case PlainPath::kDeconvPixels:
       return deconv_pixels_sgemm(ctx, x->data<float>(), w->data<float>(), b ? b->data<float>() : nullptr, y.data<float>(),
                                  N, C, M, g);
-  }
-  if (dt == DataType::kFloat32 && !transpose_ && !bf16_) {
-    // Grouped 1x1 (ShuffleNet) too, unless each group is whole 16-channel blocks, which
-    // oneDNN's kernels take as they are.
-    bool pointwise = G == 1 || (C / G) % 16 != 0 || (M / G) % 16 != 0;
-    for (int i = 0; i < g.nsp; ++i)
-      pointwise = pointwise && g.k[i] == 1 && g.s[i] == 1 && g.pb[i] == 0 && g.pe[i] == 0;
-    if (pointwise)
+    case PlainPath::kPointwise:
       return conv1x1_sgemm(where, x->data<float>(), w->data<float>(), b ? b->data<float>() : nullptr, y.data<float>(), N,
                            C, M, x->numel() / (N * C), ops, sumf, G, ctx.threads());
-    // NCHW depthwise beats oneDNN + two reorders on wide planes, and the 3x3 "same" one
-    // down to 12 columns (depthwise3x3s1_nchw; ShuffleNet's 14 and 28); narrower planes go to oneDNN's brdgmm/jit
-    // depthwise kernels (nchw_depthwise_min_width): 544 channels at 7x7 took 28 us here,
-    // 23 us there with its reorders.
-    const bool dw = g.nsp == 2 && G == C && M == C;
-    if (dw3x3s1) {
+    case PlainPath::kDepthwise3x3:
       depthwise3x3s1_nchw(x->data<float>(), w->data<float>(), b ? b->data<float>() : nullptr, y.data<float>(), N, C,
                           g.in[0], g.in[1], ctx.threads(), ops, sumf, planes);
       return Status::ok();
-    }
-    if (dw && g.out[1] >= nchw_depthwise_min_width()) {
+    case PlainPath::kDepthwise:
       depthwise2d_nchw(x->data<float>(), w->data<float>(), b ? b->data<float>() : nullptr, y.data<float>(), N, C, g,
                        ctx.threads(), ops, sumf);
       return Status::ok();
-    }
+    case PlainPath::kPlan: break;
   }
   if (dt == DataType::kFloat32) {
     auto plan = plan_for(x->shape(), w->shape(), b != nullptr, g, G);
@@ -1491,6 +1554,9 @@ Result<std::unique_ptr<Kernel>> make_conv(const KernelInfo& info, bool transpose
   const std::string yt = n.attr_string("_y_type", "");
   if (!yt.empty() && (yt != "bf16" || !bf16 || !yb))
     return invalid_argument(info.where() + "unsupported _y_type '" + yt + "' (only bf16, for a blocked Y computed in bf16)");
+  // Plain 1x1 products and transposed convolutions may run on sgemm (conv_into).
+  bool sgemm = !xb && !yb && !bf16 && (transpose || cw.defined());
+  for (int i = 2; sgemm && !transpose && i < cw.rank(); ++i) sgemm = cw.dim(i) == 1;
   try {
     dnnl::engine eng(dnnl::engine::kind::cpu, 0);
     auto k = std::make_unique<ConvKernel>(std::move(a), transpose, std::move(cw), std::move(eng), std::move(post));
@@ -1498,6 +1564,8 @@ Result<std::unique_ptr<Kernel>> make_conv(const KernelInfo& info, bool transpose
     k->set_shuffle(shuffle);
     k->set_bf16(bf16, !yt.empty());
     k->share_with(info.shared);
+    k->prepare(info);
+    if (sgemm) warm_sgemm();
     return std::unique_ptr<Kernel>(std::move(k));
   } catch (const dnnl::error& e) {
     return internal_error(info.where() + "cannot create a oneDNN CPU engine: " + e.what());

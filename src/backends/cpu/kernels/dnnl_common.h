@@ -9,11 +9,13 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
 #include "backend/kernel.h"
+#include "memory/host_pages.h"
 
 namespace bulkhead::cpu::dnnl_util {
 
@@ -135,8 +137,11 @@ inline void pack_constant_into(const dnnl::engine& eng, const memory::desc& from
   memory packed(to, eng, out);
   dnnl::stream s(eng);
   std::unordered_map<int, memory> args{{DNNL_ARG_FROM, src}, {DNNL_ARG_TO, packed}};
-  std::vector<char> scratch(re->scratch);
-  if (re->scratch) args.emplace(DNNL_ARG_SCRATCHPAD, memory(re->scratch_md, eng, scratch.data()));
+  // Uninitialised (the reorder writes before it reads) and mapped in at once: Winograd
+  // weights need MiBs of scratch, and zero-filling fresh pages faulted them in one by one.
+  std::unique_ptr<char[]> scratch(re->scratch ? new char[re->scratch] : nullptr);
+  prefault_for_write(scratch.get(), re->scratch);
+  if (re->scratch) args.emplace(DNNL_ARG_SCRATCHPAD, memory(re->scratch_md, eng, scratch.get()));
   re->prim.execute(s, args);
   s.wait();
 }
@@ -161,6 +166,18 @@ inline bool int8_sums_exact(bool activations_u8, int w_max) {
     return isa == I::avx512_core_vnni || isa == I::avx512_core_bf16 || isa == I::avx512_core_amx || isa == I::avx2_vnni;
   }();
   return vnni || (activations_u8 && w_max <= 64);
+}
+
+// oneDNN's sgemm generates its JIT kernels on the process's first call that is not
+// trivially small (~40 ms on a 2-core EPYC). A kernel that will call it makes that call
+// while its session is created, so that the session's first run is as fast as the next.
+// Once per process; thread-safe.
+inline void warm_sgemm() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    std::vector<float> a(64, 1.f), b(64, 1.f), c(64);
+    (void)dnnl::sgemm('N', 'N', 8, 8, 8, 1.f, a.data(), 8, b.data(), 8, 0.f, c.data(), 8);
+  });
 }
 
 // Constant weights packed for a primitive and what keeps their bytes alive: a
