@@ -221,6 +221,29 @@ TEST(ShareWeights, StaticShapesPackTheWeightsAtCreation) {
   EXPECT_TRUE(bitwise_equal((*y)[0].second, (*yd)[0].second));
 }
 
+TEST(ShareWeights, StaticShapesPackTheInt8WeightsAtCreation) {
+  // QLinearConv with its requantisation fixed: the fused int8 primitive too.
+  std::string w;
+  for (int i = 0; i < 32 * 16 * 9; ++i) w += (i ? "," : "") + std::to_string((i * 37) % 255 - 127);
+  const std::string text = R"(<ir_version: 8, opset_import: ["" : 13]>
+g (uint8[1,16,24,24] x) => (uint8[1,32,24,24] y)
+  <int8[32,16,3,3] w = {)" + w + R"(}, float xs = {0.02}, uint8 xz = {128}, float ws = {0.01}, int8 wz = {0},
+   float ys = {0.05}, uint8 yz = {3}> {
+  y = QLinearConv<pads = [1, 1, 1, 1]>(x, xs, xz, w, ws, wz, ys, yz)
+})";
+  Env env;
+  auto s = env.load_bytes(model_text_bytes(text), "int8", opts(true));
+  ASSERT_TRUE(s.is_ok()) << s.status().to_string();
+  const Env::SharedWeights made = env.shared_weights();
+  EXPECT_GE(made.packed, 1u);
+  Tensor x = Tensor::host(DataType::kUInt8, {1, 16, 24, 24});
+  for (int64_t i = 0; i < x.numel(); ++i) x.data<uint8_t>()[i] = static_cast<uint8_t>((i * 7) % 256);
+  auto y = s->run({{"x", x}});
+  ASSERT_TRUE(y.is_ok()) << y.status().to_string();
+  EXPECT_EQ(env.shared_weights().packed, made.packed);
+  EXPECT_EQ(env.shared_weights().packed_hits, made.packed_hits);
+}
+
 TEST(ReleaseIdleMemory, RunsGiveTheirMemoryBackAndGiveTheSameResults) {
   Env env;
   SessionOptions o = opts(true);

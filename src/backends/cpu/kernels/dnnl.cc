@@ -1797,6 +1797,10 @@ class IntConvKernel final : public Kernel {
   Status compute(KernelContext& ctx) const override;
   // Packed weights are then shared with the Env's other sessions (KernelInfo::shared).
   void share_with(std::shared_ptr<SharedConstants> shared) { shared_ = std::move(shared); }
+  // QLinearConv whose requantisation is fixed (fixed_) and whose X has a shape fixed
+  // before any run: builds the fused primitive and packs the weights now, at session
+  // creation, as ConvKernel::prepare does. Call after the set_* methods.
+  void prepare(const KernelInfo& info) const;
 
  private:
   struct Plan {
@@ -1975,6 +1979,48 @@ std::shared_ptr<const IntConvKernel::Plan> IntConvKernel::plan_for(const Shape& 
   }
   plans_.emplace(key, p);
   return p;
+}
+
+void IntConvKernel::prepare(const KernelInfo& info) const {
+  const ir::Node& n = info.node;
+  if (!qlinear_ || !fixed_ || !w_s8_.defined() || !info.graph || n.inputs.empty()) return;
+  const ir::ValueInfo* vi = info.graph->info(n.inputs[0]);
+  if (!vi || !vi->shape || (vi->dtype != DataType::kUInt8 && vi->dtype != DataType::kInt8)) return;
+  Shape xs;
+  for (const ir::Dim& d : *vi->shape) {
+    if (!d.fixed()) return;
+    xs.push_back(d.value);
+  }
+  if (xs.size() < 3 || xs.size() > 5 || (x_nhwc_ && xs.size() != 4)) return;
+  if (x_nhwc_) xs = {xs[0], xs[3], xs[1], xs[2]};  // the logical shape of [N, H, W, C]
+  const Shape& ws = w_s8_.shape();
+  const int64_t M = ws[0], G = a_.group;
+  if (ws.size() != xs.size() || xs[1] != ws[1] * G || M % G != 0 || M == 0 || shape_numel(xs) == 0) return;
+  Geometry g;
+  if (!resolve_geometry(a_, false, xs, ws, info.where(), &g).is_ok()) return;
+  for (int64_t o : g.out)
+    if (o <= 0) return;
+  // As compute_on decides: the fused path needs exact int8 sums and Y of fixed_'s type.
+  auto given = [&](size_t i) { return i < n.inputs.size() && !n.inputs[i].empty(); };
+  auto constant = [&](size_t i) { return info.input_is_constant(i) ? &info.constant_inputs[i] : nullptr; };
+  const Tensor* yz = given(7) ? constant(7) : nullptr;
+  const DataType yt = yz && yz->numel() ? yz->dtype() : vi->dtype;
+  if (!int8_sums_exact(vi->dtype == DataType::kUInt8, w_max_) || yt != fixed_->yt ||
+      (fixed_->mult.size() != 1 && static_cast<int64_t>(fixed_->mult.size()) != M))
+    return;
+  const Tensor* xz = given(2) ? constant(2) : nullptr;
+  if (given(2) && (!xz || xz->numel() > 1 || (xz->numel() == 1 && xz->dtype() != vi->dtype))) return;
+  const bool zx0 = !xz || xz->numel() == 0 || int_at(*xz, 0) == 0;
+  const Tensor* b = given(8) ? constant(8) : nullptr;
+  const bool has_bias = given(8) && !(b && b->numel() == 0);
+  const int saved = omp_get_max_threads();
+  omp_set_num_threads(std::max(1, info.threads));
+  try {
+    plan_for(xs, vi->dtype, ws, true, has_bias, g, false, x_nhwc_, y_nhwc_, zx0);
+  } catch (const std::exception&) {
+    // Out of memory packing the weights: the first run tries again and reports it.
+  }
+  omp_set_num_threads(saved);
 }
 
 Status IntConvKernel::compute(KernelContext& ctx) const {
@@ -2252,6 +2298,7 @@ Result<std::unique_ptr<Kernel>> make_int_conv(const KernelInfo& info, bool qline
     k->set_float_weights(std::move(w_f32));
     k->share_with(info.shared);
     k->set_layouts(xn, yn);
+    k->prepare(info);
     return std::unique_ptr<Kernel>(std::move(k));
   } catch (const dnnl::error& e) {
     return internal_error(info.where() + "cannot create a oneDNN CPU engine: " + e.what());
