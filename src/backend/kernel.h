@@ -9,6 +9,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -38,6 +39,25 @@ struct KernelInfo {
   std::shared_ptr<SharedConstants> shared;
 
   bool input_is_constant(size_t i) const { return i < constant_inputs.size() && constant_inputs[i].defined(); }
+  // The shape input `i` has on every run, where the graph fixes it before any run (every
+  // dim known: ir/infer.h); nullopt otherwise. For kernels that build what a run needs
+  // at session creation.
+  std::optional<Shape> static_input_shape(size_t i) const {
+    if (!graph || i >= node.inputs.size() || node.inputs[i].empty()) return std::nullopt;
+    const ir::ValueInfo* vi = graph->info(node.inputs[i]);
+    if (!vi || vi->type != ir::ValueType::kTensor || !vi->shape) return std::nullopt;
+    Shape s;
+    for (const ir::Dim& d : *vi->shape) {
+      if (!d.fixed()) return std::nullopt;
+      s.push_back(d.value);
+    }
+    return s;
+  }
+  // Input `i`'s element type where the graph says (kUndefined otherwise).
+  DataType graph_input_type(size_t i) const {
+    const ir::ValueInfo* vi = graph && i < node.inputs.size() && !node.inputs[i].empty() ? graph->info(node.inputs[i]) : nullptr;
+    return vi ? vi->dtype : DataType::kUndefined;
+  }
   // "node 'conv_3' (Conv): " — the prefix for every error a kernel reports.
   std::string where() const { return node.label() + ": "; }
 };

@@ -1388,14 +1388,10 @@ ConvKernel::PlainPath ConvKernel::plain_path(const Geometry& g, int64_t C, int64
 
 void ConvKernel::prepare(const KernelInfo& info) const {
   const ir::Node& n = info.node;
-  if (!const_w_.defined() || !info.graph || n.inputs.empty()) return;
-  const ir::ValueInfo* vi = info.graph->info(n.inputs[0]);
-  if (!vi || !vi->shape) return;
-  Shape xs;
-  for (const ir::Dim& d : *vi->shape) {
-    if (!d.fixed()) return;
-    xs.push_back(d.value);
-  }
+  std::optional<Shape> static_x = info.static_input_shape(0);
+  if (!const_w_.defined() || !static_x) return;
+  Shape xs = *static_x;
+  const DataType xt = info.graph_input_type(0);
   const Shape& ws = const_w_.shape();
   const int64_t G = a_.group;
   if (x_blocked_) {
@@ -1403,8 +1399,8 @@ void ConvKernel::prepare(const KernelInfo& info) const {
     xs = {xs[0], ws[1] * G, xs[2], xs[3]};  // the logical shape of [N, C/16, H, W, 16]
   }
   // What compute() would take: a float32 X, or the bfloat16 chain's blocked one.
-  const bool xbf = bf16_ && x_blocked_ && vi->dtype == DataType::kBFloat16;
-  if (vi->dtype != DataType::kFloat32 && !xbf) return;
+  const bool xbf = bf16_ && x_blocked_ && xt == DataType::kBFloat16;
+  if (xt != DataType::kFloat32 && !xbf) return;
   if (xs.size() < 3 || xs.size() > 5 || ws.size() != xs.size() || G < 1 || xs[1] % G != 0) return;
   if (transpose_ ? ws[0] != xs[1] : ws[1] * G != xs[1]) return;
   Geometry g;
@@ -1554,9 +1550,16 @@ Result<std::unique_ptr<Kernel>> make_conv(const KernelInfo& info, bool transpose
   const std::string yt = n.attr_string("_y_type", "");
   if (!yt.empty() && (yt != "bf16" || !bf16 || !yb))
     return invalid_argument(info.where() + "unsupported _y_type '" + yt + "' (only bf16, for a blocked Y computed in bf16)");
-  // Plain 1x1 products and transposed convolutions may run on sgemm (conv_into).
-  bool sgemm = !xb && !yb && !bf16 && (transpose || cw.defined());
-  for (int i = 2; sgemm && !transpose && i < cw.rank(); ++i) sgemm = cw.dim(i) == 1;
+  // Plain 1x1 products (PlainPath::kPointwise: Mg rows) and transposed convolutions may
+  // run on sgemm (conv_into).
+  bool sgemm = !xb && !yb && !bf16 && (transpose || (cw.defined() && cw.rank() >= 3));
+  bool several_rows = transpose;
+  if (sgemm && !transpose) {
+    const int64_t G = a.group, Mg = G > 0 ? cw.dim(0) / G : 0;
+    sgemm = G == 1 || cw.dim(1) % 16 != 0 || Mg % 16 != 0;
+    for (int i = 2; i < cw.rank(); ++i) sgemm = sgemm && cw.dim(i) == 1;
+    several_rows = Mg > 1;
+  }
   try {
     dnnl::engine eng(dnnl::engine::kind::cpu, 0);
     auto k = std::make_unique<ConvKernel>(std::move(a), transpose, std::move(cw), std::move(eng), std::move(post));
@@ -1565,7 +1568,7 @@ Result<std::unique_ptr<Kernel>> make_conv(const KernelInfo& info, bool transpose
     k->set_bf16(bf16, !yt.empty());
     k->share_with(info.shared);
     k->prepare(info);
-    if (sgemm) warm_sgemm();
+    if (sgemm) warm_sgemm(several_rows);
     return std::unique_ptr<Kernel>(std::move(k));
   } catch (const dnnl::error& e) {
     return internal_error(info.where() + "cannot create a oneDNN CPU engine: " + e.what());
@@ -1983,14 +1986,10 @@ std::shared_ptr<const IntConvKernel::Plan> IntConvKernel::plan_for(const Shape& 
 
 void IntConvKernel::prepare(const KernelInfo& info) const {
   const ir::Node& n = info.node;
-  if (!qlinear_ || !fixed_ || !w_s8_.defined() || !info.graph || n.inputs.empty()) return;
-  const ir::ValueInfo* vi = info.graph->info(n.inputs[0]);
-  if (!vi || !vi->shape || (vi->dtype != DataType::kUInt8 && vi->dtype != DataType::kInt8)) return;
-  Shape xs;
-  for (const ir::Dim& d : *vi->shape) {
-    if (!d.fixed()) return;
-    xs.push_back(d.value);
-  }
+  std::optional<Shape> static_x = info.static_input_shape(0);
+  const DataType xt = info.graph_input_type(0);
+  if (!qlinear_ || !fixed_ || !w_s8_.defined() || !static_x || (xt != DataType::kUInt8 && xt != DataType::kInt8)) return;
+  Shape xs = *static_x;
   if (xs.size() < 3 || xs.size() > 5 || (x_nhwc_ && xs.size() != 4)) return;
   if (x_nhwc_) xs = {xs[0], xs[3], xs[1], xs[2]};  // the logical shape of [N, H, W, C]
   const Shape& ws = w_s8_.shape();
@@ -2004,19 +2003,19 @@ void IntConvKernel::prepare(const KernelInfo& info) const {
   auto given = [&](size_t i) { return i < n.inputs.size() && !n.inputs[i].empty(); };
   auto constant = [&](size_t i) { return info.input_is_constant(i) ? &info.constant_inputs[i] : nullptr; };
   const Tensor* yz = given(7) ? constant(7) : nullptr;
-  const DataType yt = yz && yz->numel() ? yz->dtype() : vi->dtype;
-  if (!int8_sums_exact(vi->dtype == DataType::kUInt8, w_max_) || yt != fixed_->yt ||
+  const DataType yt = yz && yz->numel() ? yz->dtype() : xt;
+  if (!int8_sums_exact(xt == DataType::kUInt8, w_max_) || yt != fixed_->yt ||
       (fixed_->mult.size() != 1 && static_cast<int64_t>(fixed_->mult.size()) != M))
     return;
   const Tensor* xz = given(2) ? constant(2) : nullptr;
-  if (given(2) && (!xz || xz->numel() > 1 || (xz->numel() == 1 && xz->dtype() != vi->dtype))) return;
+  if (given(2) && (!xz || xz->numel() > 1 || (xz->numel() == 1 && xz->dtype() != xt))) return;
   const bool zx0 = !xz || xz->numel() == 0 || int_at(*xz, 0) == 0;
   const Tensor* b = given(8) ? constant(8) : nullptr;
   const bool has_bias = given(8) && !(b && b->numel() == 0);
   const int saved = omp_get_max_threads();
   omp_set_num_threads(std::max(1, info.threads));
   try {
-    plan_for(xs, vi->dtype, ws, true, has_bias, g, false, x_nhwc_, y_nhwc_, zx0);
+    plan_for(xs, xt, ws, true, has_bias, g, false, x_nhwc_, y_nhwc_, zx0);
   } catch (const std::exception&) {
     // Out of memory packing the weights: the first run tries again and reports it.
   }

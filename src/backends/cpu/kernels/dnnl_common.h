@@ -168,16 +168,31 @@ inline bool int8_sums_exact(bool activations_u8, int w_max) {
   return vnni || (activations_u8 && w_max <= 64);
 }
 
-// oneDNN's sgemm generates its JIT kernels on the process's first call that is not
-// trivially small (~40 ms on a 2-core EPYC). A kernel that will call it makes that call
+// oneDNN's sgemm generates its JIT kernels on first use: ~40 ms on a 2-core EPYC for the
+// process's first product of several rows, ~5 ms for its first one-row product (a
+// vector times a matrix, another path). A kernel that will make such a call makes one
 // while its session is created, so that the session's first run is as fast as the next.
-// Once per process; thread-safe.
-inline void warm_sgemm() {
-  static std::once_flag once;
-  std::call_once(once, [] {
+// Once per process and kind; thread-safe.
+inline void warm_sgemm(bool several_rows) {
+  static std::once_flag rows, one_row;
+  std::call_once(several_rows ? rows : one_row, [several_rows] {
     std::vector<float> a(64, 1.f), b(64, 1.f), c(64);
-    (void)dnnl::sgemm('N', 'N', 8, 8, 8, 1.f, a.data(), 8, b.data(), 8, 0.f, c.data(), 8);
+    (void)dnnl::sgemm('N', 'N', several_rows ? 8 : 1, 8, 8, 1.f, a.data(), 8, b.data(), 8, 0.f, c.data(), 8);
   });
+}
+
+// For a MatMul or Gemm factory: warms sgemm for the products a float32 node makes when A's
+// shape is fixed before any run (`rows`: the rows of A, all batches collapsed); nothing
+// when it is not (the first run then pays, as it must).
+inline void warm_sgemm_for(const KernelInfo& info, bool transposed_a) {
+  if (info.graph_input_type(0) != DataType::kFloat32) return;
+  const std::optional<Shape> a = info.static_input_shape(0);
+  if (!a || a->empty()) return;
+  int64_t n = 1;
+  for (int64_t d : *a) n *= d;
+  const int64_t k = transposed_a && a->size() == 2 ? (*a)[0] : a->back();
+  if (n == 0 || k == 0) return;
+  warm_sgemm(n / k > 1);
 }
 
 // Constant weights packed for a primitive and what keeps their bytes alive: a

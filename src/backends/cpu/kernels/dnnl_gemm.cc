@@ -399,7 +399,7 @@ void register_dnnl_gemm_kernels(KernelTable& t) {
     BH_RETURN_IF_ERROR(check_types(info, 2));
     BH_ASSIGN_OR_RETURN(auto bf16, make_bf16_product(info, false, GemmAttrs{}));
     if (bf16) return bf16;
-    dnnl_util::warm_sgemm();
+    dnnl_util::warm_sgemm_for(info, false);
     return make_kernel([](KernelContext& ctx) { return matmul_compute(ctx); });
   });
   t.add("Gemm", 1, [](const KernelInfo& info) -> Result<std::unique_ptr<Kernel>> {
@@ -412,7 +412,7 @@ void register_dnnl_gemm_kernels(KernelTable& t) {
     g.beta = info.node.attr_float("beta", 1.f);
     BH_ASSIGN_OR_RETURN(auto bf16, make_bf16_product(info, true, g));
     if (bf16) return bf16;
-    dnnl_util::warm_sgemm();
+    dnnl_util::warm_sgemm_for(info, g.ta);
     return make_kernel([g](KernelContext& ctx) { return gemm_compute(g, ctx); });
   });
 }
