@@ -12,7 +12,6 @@ namespace {
 
 constexpr size_t kHuge = size_t{2} << 20;
 constexpr size_t kPage = 4096;
-constexpr size_t kPrefaultMax = size_t{64} << 20;
 
 #if defined(BULKHEAD_SANITIZE_ADDRESS) || defined(BULKHEAD_SANITIZE_THREAD)
 constexpr bool kEnabled = false;
@@ -58,9 +57,8 @@ void* host_block_alloc(size_t size) {
                 ? host_pages_alloc(size)
                 : std::aligned_alloc(kBlockAlign, (std::max<size_t>(size, 1) + kBlockAlign - 1) / kBlockAlign * kBlockAlign);
   // Run blocks are written in full right after they are allocated; mapping a fresh one
-  // in at once saves a fault per page on a session's first run. Not the largest: a
-  // hostile shape's block may fail before anything writes it.
-  if (size <= kPrefaultMax) prefault_for_write(p, size);
+  // in at once saves a fault per page on a session's first run.
+  if (size <= kPrefaultMaxBytes) prefault_for_write(p, size);
   return p;
 }
 

@@ -47,6 +47,9 @@ void host_block_discard(void* p, size_t size);
 // cost several microseconds each. Best effort (nothing where the kernel predates 5.14, in
 // sanitizer builds, or for blocks under 64 KiB). Thread-safe.
 void prefault_for_write(void* p, size_t size);
+// The largest fresh block the allocators map in at once: a larger one (a hostile shape's)
+// may fail before anything writes it.
+constexpr size_t kPrefaultMaxBytes = size_t{64} << 20;
 
 // Gives the free memory of malloc's heaps back to the system (glibc's malloc_trim).
 // Nothing in sanitizer builds: their malloc is not glibc's, whose malloc_trim then walks
