@@ -31,6 +31,7 @@
 #include "backend/conv_attrs.h"
 #include "backends/cpu/cpu_kernels.h"
 #include "backends/cpu/cpu_util.h"
+#include "backends/cpu/core_budget.h"
 #include "backends/cpu/kernels/dnnl_common.h"
 #include "backends/cpu/kernels/dnnl_int8.h"
 #include "backends/cpu/kernels/quant_util.h"
@@ -819,9 +820,10 @@ class ConvKernel final : public Kernel {
   // Packed weights are then shared with the Env's other sessions (KernelInfo::shared).
   void share_with(std::shared_ptr<SharedConstants> shared) { shared_ = std::move(shared); }
   // Builds now, at session creation, the primitive a run will use and packs the weights
-  // for it, where X's shape is fixed before any run (KernelInfo::graph) and W is
-  // constant: the session's first run is then as fast as the next. A run with another
-  // shape or thread count makes its own plan, as before. Call after the set_* methods.
+  // for it, where X's shape is fixed before any run (KernelInfo::static_input_shape) and
+  // W is constant: the session's first run is then as fast as the next. A run with
+  // another shape or thread count (the core budget granted fewer) makes its own plan, as
+  // before. Call after the set_* methods.
   void prepare(const KernelInfo& info) const;
 
   Status compute(KernelContext& ctx) const override;
@@ -1359,6 +1361,13 @@ Status ConvKernel::conv_blocked(KernelContext& ctx, const Tensor& x, const Shape
   return Status::ok();
 }
 
+// The OpenMP thread count a run of the session gives its kernels when nothing else
+// holds cores (CoreBudget grants at most the machine's): what plans made at session
+// creation are made for.
+int prepared_threads(const KernelInfo& info) {
+  return std::clamp(info.threads, 1, std::max(1, process_core_budget().cores()));
+}
+
 ConvKernel::PlainPath ConvKernel::plain_path(const Geometry& g, int64_t C, int64_t M, bool plain_ops) const {
   const int64_t G = a_.group;
   if (transpose_) {
@@ -1411,7 +1420,7 @@ void ConvKernel::prepare(const KernelInfo& info) const {
   const bool has_bias = n.inputs.size() > 2 && !n.inputs[2].empty();
   // The thread count a run gives oneDNN (a plan's key): the session's, or one for a small
   // convolution (SerialScope in compute). Set on this thread for the build, then put back.
-  const int threads = serial_for_macs(macs) ? 1 : std::max(1, info.threads), saved = omp_get_max_threads();
+  const int threads = serial_for_macs(macs) ? 1 : prepared_threads(info), saved = omp_get_max_threads();
   omp_set_num_threads(threads);
   try {
     if (x_blocked_ || y_blocked_)
@@ -2013,7 +2022,7 @@ void IntConvKernel::prepare(const KernelInfo& info) const {
   const Tensor* b = given(8) ? constant(8) : nullptr;
   const bool has_bias = given(8) && !(b && b->numel() == 0);
   const int saved = omp_get_max_threads();
-  omp_set_num_threads(std::max(1, info.threads));
+  omp_set_num_threads(prepared_threads(info));
   try {
     plan_for(xs, xt, ws, true, has_bias, g, false, x_nhwc_, y_nhwc_, zx0);
   } catch (const std::exception&) {
