@@ -31,7 +31,6 @@
 #include "backend/conv_attrs.h"
 #include "backends/cpu/cpu_kernels.h"
 #include "backends/cpu/cpu_util.h"
-#include "backends/cpu/core_budget.h"
 #include "backends/cpu/kernels/dnnl_common.h"
 #include "backends/cpu/kernels/dnnl_int8.h"
 #include "backends/cpu/kernels/quant_util.h"
@@ -1361,13 +1360,6 @@ Status ConvKernel::conv_blocked(KernelContext& ctx, const Tensor& x, const Shape
   return Status::ok();
 }
 
-// The OpenMP thread count a run of the session gives its kernels when nothing else
-// holds cores (CoreBudget grants at most the machine's): what plans made at session
-// creation are made for.
-int prepared_threads(const KernelInfo& info) {
-  return std::clamp(info.threads, 1, std::max(1, process_core_budget().cores()));
-}
-
 ConvKernel::PlainPath ConvKernel::plain_path(const Geometry& g, int64_t C, int64_t M, bool plain_ops) const {
   const int64_t G = a_.group;
   if (transpose_) {
@@ -1418,10 +1410,9 @@ void ConvKernel::prepare(const KernelInfo& info) const {
   double macs = static_cast<double>(xs[0]) * static_cast<double>(M) * static_cast<double>(xs[1] / G);
   for (size_t i = 0; i < g.out.size(); ++i) macs *= static_cast<double>(g.out[i]) * static_cast<double>(g.k[i]);
   const bool has_bias = n.inputs.size() > 2 && !n.inputs[2].empty();
-  // The thread count a run gives oneDNN (a plan's key): the session's, or one for a small
-  // convolution (SerialScope in compute). Set on this thread for the build, then put back.
-  const int threads = serial_for_macs(macs) ? 1 : prepared_threads(info), saved = omp_get_max_threads();
-  omp_set_num_threads(threads);
+  // The thread count a run gives oneDNN: one for a small convolution (SerialScope in
+  // compute), else prepared_threads.
+  OmpThreadsScope threads(serial_for_macs(macs) ? 1 : prepared_threads(info));
   try {
     if (x_blocked_ || y_blocked_)
       plan_for(xs, ws, has_bias, g, G, x_blocked_, y_blocked_, xbf, y_bf16_ && y_blocked_);
@@ -1430,7 +1421,6 @@ void ConvKernel::prepare(const KernelInfo& info) const {
   } catch (const std::exception&) {
     // Out of memory packing the weights: the first run tries again and reports it.
   }
-  omp_set_num_threads(saved);
 }
 
 Status ConvKernel::conv_into(KernelContext& ctx, const Tensor& xt, const Tensor& wt, const Tensor* b, Tensor& y,
@@ -2021,14 +2011,12 @@ void IntConvKernel::prepare(const KernelInfo& info) const {
   const bool zx0 = !xz || xz->numel() == 0 || int_at(*xz, 0) == 0;
   const Tensor* b = given(8) ? constant(8) : nullptr;
   const bool has_bias = given(8) && !(b && b->numel() == 0);
-  const int saved = omp_get_max_threads();
-  omp_set_num_threads(prepared_threads(info));
+  OmpThreadsScope threads(prepared_threads(info));
   try {
     plan_for(xs, xt, ws, true, has_bias, g, false, x_nhwc_, y_nhwc_, zx0);
   } catch (const std::exception&) {
     // Out of memory packing the weights: the first run tries again and reports it.
   }
-  omp_set_num_threads(saved);
 }
 
 Status IntConvKernel::compute(KernelContext& ctx) const {

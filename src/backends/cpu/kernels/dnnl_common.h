@@ -14,7 +14,10 @@
 #include <unordered_map>
 #include <vector>
 
+#include <omp.h>
+
 #include "backend/kernel.h"
+#include "backends/cpu/core_budget.h"
 #include "memory/host_pages.h"
 
 namespace bulkhead::cpu::dnnl_util {
@@ -167,6 +170,24 @@ inline bool int8_sums_exact(bool activations_u8, int w_max) {
   }();
   return vnni || (activations_u8 && w_max <= 64);
 }
+
+// Plans made at session creation (the kernels' prepare()): the OpenMP thread count a run
+// of the session gives its kernels when nothing else holds cores (CoreBudget grants at
+// most the machine's), which is part of a plan's key; set on the calling thread for the
+// scope and put back after.
+inline int prepared_threads(const KernelInfo& info) {
+  return std::clamp(info.threads, 1, std::max(1, process_core_budget().cores()));
+}
+class OmpThreadsScope {
+ public:
+  explicit OmpThreadsScope(int n) : saved_(omp_get_max_threads()) { omp_set_num_threads(std::max(1, n)); }
+  ~OmpThreadsScope() { omp_set_num_threads(saved_); }
+  OmpThreadsScope(const OmpThreadsScope&) = delete;
+  OmpThreadsScope& operator=(const OmpThreadsScope&) = delete;
+
+ private:
+  int saved_;
+};
 
 // oneDNN's sgemm generates its JIT kernels on first use: ~40 ms on a 2-core EPYC for the
 // process's first product of several rows, ~5 ms for its first one-row product (a
