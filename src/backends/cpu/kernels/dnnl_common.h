@@ -203,8 +203,8 @@ inline void warm_sgemm(bool several_rows) {
 }
 
 // For a MatMul or Gemm factory: warms sgemm for the products a float32 node makes when A's
-// shape is fixed before any run (`rows`: the rows of A, all batches collapsed); nothing
-// when it is not (the first run then pays, as it must).
+// shape is fixed before any run (one row or several: A's rows, its batches collapsed as
+// a 2-D B collapses them); nothing when it is not (the first run then pays, as before).
 inline void warm_sgemm_for(const KernelInfo& info, bool transposed_a) {
   if (info.graph_input_type(0) != DataType::kFloat32) return;
   const std::optional<Shape> a = info.static_input_shape(0);
