@@ -154,6 +154,19 @@ struct Geometry {
   std::vector<int64_t> in, k, s, d, pb, pe, out;
 };
 
+// The multiply-adds of a convolution of N images, M output channels and Cg input channels
+// per group (a double: a hostile shape's product may not fit in int64).
+double conv_macs(int64_t N, int64_t M, int64_t Cg, const Geometry& g) {
+  double macs = static_cast<double>(N) * static_cast<double>(M) * static_cast<double>(Cg);
+  for (size_t i = 0; i < g.out.size(); ++i) macs *= static_cast<double>(g.out[i]) * static_cast<double>(g.k[i]);
+  return macs;
+}
+
+// Whether a 1x1 convolution of G groups of Cg -> Mg channels runs as sgemm products
+// (conv1x1_sgemm): every ungrouped one, and grouped ones (ShuffleNet) unless each group is
+// whole 16-channel blocks, which oneDNN's kernels take as they are.
+bool pointwise_on_sgemm(int64_t G, int64_t Cg, int64_t Mg) { return G == 1 || Cg % 16 != 0 || Mg % 16 != 0; }
+
 Status resolve_geometry(const ConvAttrs& a, bool transpose, const Shape& x, const Shape& w, const std::string& where,
                         Geometry* g) {
   int nsp = static_cast<int>(x.size()) - 2;
@@ -1222,9 +1235,7 @@ Status ConvKernel::compute(KernelContext& ctx) const {
   Shape yshape{N, M};
   yshape.insert(yshape.end(), g.out.begin(), g.out.end());
   // Too few multiply-adds to share between threads: one (kernels/serial_small.cc).
-  double macs = static_cast<double>(N) * static_cast<double>(M) * static_cast<double>(C / G);
-  for (size_t i = 0; i < g.out.size(); ++i) macs *= static_cast<double>(g.out[i]) * static_cast<double>(g.k[i]);
-  SerialScope serial(serial_for_macs(macs));
+  SerialScope serial(serial_for_macs(conv_macs(N, M, C / G, g)));
   const Tensor* sum = nullptr;
   if (has_sum_) {
     sum = ctx.input(3);
@@ -1370,9 +1381,7 @@ ConvKernel::PlainPath ConvKernel::plain_path(const Geometry& g, int64_t C, int64
     return pixels ? PlainPath::kDeconvPixels : PlainPath::kPlan;
   }
   if (bf16_) return PlainPath::kPlan;
-  // Grouped 1x1 (ShuffleNet) too, unless each group is whole 16-channel blocks, which
-  // oneDNN's kernels take as they are.
-  bool pointwise = G == 1 || (C / G) % 16 != 0 || (M / G) % 16 != 0;
+  bool pointwise = pointwise_on_sgemm(G, C / G, M / G);
   for (int i = 0; i < g.nsp; ++i) pointwise = pointwise && g.k[i] == 1 && g.s[i] == 1 && g.pb[i] == 0 && g.pe[i] == 0;
   if (pointwise) return PlainPath::kPointwise;
   // NCHW depthwise beats oneDNN + two reorders on wide planes, and the 3x3 "same" one
@@ -1407,12 +1416,10 @@ void ConvKernel::prepare(const KernelInfo& info) const {
   Geometry g;
   if (!resolve_geometry(a_, transpose_, xs, ws, info.where(), &g).is_ok()) return;
   const int64_t M = transpose_ ? ws[1] * G : ws[0];
-  double macs = static_cast<double>(xs[0]) * static_cast<double>(M) * static_cast<double>(xs[1] / G);
-  for (size_t i = 0; i < g.out.size(); ++i) macs *= static_cast<double>(g.out[i]) * static_cast<double>(g.k[i]);
   const bool has_bias = n.inputs.size() > 2 && !n.inputs[2].empty();
   // The thread count a run gives oneDNN: one for a small convolution (SerialScope in
   // compute), else prepared_threads.
-  OmpThreadsScope threads(serial_for_macs(macs) ? 1 : prepared_threads(info));
+  OmpThreadsScope threads(serial_for_macs(conv_macs(xs[0], M, xs[1] / G, g)) ? 1 : prepared_threads(info));
   try {
     if (x_blocked_ || y_blocked_)
       plan_for(xs, ws, has_bias, g, G, x_blocked_, y_blocked_, xbf, y_bf16_ && y_blocked_);
@@ -1555,7 +1562,7 @@ Result<std::unique_ptr<Kernel>> make_conv(const KernelInfo& info, bool transpose
   bool several_rows = transpose;
   if (sgemm && !transpose) {
     const int64_t G = a.group, Mg = G > 0 ? cw.dim(0) / G : 0;
-    sgemm = G == 1 || cw.dim(1) % 16 != 0 || Mg % 16 != 0;
+    sgemm = pointwise_on_sgemm(G, cw.dim(1), Mg);
     for (int i = 2; i < cw.rank(); ++i) sgemm = sgemm && cw.dim(i) == 1;
     several_rows = Mg > 1;
   }
