@@ -789,6 +789,26 @@ void depthwise2d_nchw(const float* x, const float* w, const float* b, float* y, 
   });
 }
 
+// Whether a 3x3, stride-1 convolution of `ic` -> `oc` channels with an output plane of
+// `out_hw` pixels runs as oneDNN's Winograd at `threads` threads (where oneDNN has a
+// Winograd kernel for it). On planes of up to 14x14 oneDNN takes its F(2,3) kernel, whose
+// blocking is chosen for the thread count and at two threads can be slower than at one;
+// a direct convolution there splits evenly. Measured one convolution at a time, nChw16c,
+// ReLU fused, medians of 280 (2-core AVX-512 EPYC), direct / Winograd at 2 threads:
+//   7x7:   128->32 0.52, 160->224 0.54, 192->224 0.56, 224->224 0.60, 192->320 1.02,
+//          512->512 1.54;  6x6: 192->384 0.60, 160->320 1.33
+//   13x13, 14x14, 208 or more output channels: 96->208 0.45, 112->224 0.84, 160->320 0.79,
+//          192->256 0.89, 128->256 0.92, 144->288 0.95, 64->256 0.98, 256->256 1.88
+//   13x13, 14x14, fewer: 64->96 1.08, 48->192 1.09, 128->128 1.12, 128->192 1.22,
+//          160->192 1.27, 128->32 1.50
+//   12x12 with 256 or more input channels 2.0, 28x28 and wider 1.6-2.2.
+// At one thread Winograd wins all but two of them (96->208 and 112->224 at 13x13).
+bool winograd_pays(int64_t ic, int64_t oc, int64_t out_hw, int threads) {
+  if (threads <= 1 || ic >= 256) return true;
+  if (out_hw <= 49) return false;
+  return out_hw > 196 || oc < 208;
+}
+
 // Output rows at least this wide run on depthwise2d_nchw; narrower planes go to oneDNN's
 // depthwise kernels on channel blocks (a reorder each way), whose AVX-512 kernels win up to
 // wide planes: 10 depthwise 3x3 convolutions of 136 channels at 28x28 took 2.0 ms here
@@ -1018,7 +1038,8 @@ std::shared_ptr<ConvKernel::Plan> ConvKernel::make_plan(const Shape& x, const Sh
       // order of 1e-6 relative. oneDNN says when it has no Winograd kernel for a shape.
       dnnl::convolution_forward::primitive_desc pd;
       bool wino = winograd_ && !cbf && G == 1 && nsp == 2 && g.k[0] == 3 && g.k[1] == 3 && g.s[0] == 1 &&
-                  g.s[1] == 1 && g.d[0] == 1 && g.d[1] == 1;
+                  g.s[1] == 1 && g.d[0] == 1 && g.d[1] == 1 &&
+                  winograd_pays(w[1], w[0], g.out[0] * g.out[1], omp_get_max_threads());
       if (wino) {
         try {
           pd = make_pd(dnnl::algorithm::convolution_winograd);
