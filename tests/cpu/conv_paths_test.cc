@@ -1,7 +1,8 @@
 // The CPU's own convolution paths against the definition, computed here in double: a
 // ConvTranspose whose kernel equals its stride (a learned upsampling: one matrix product
 // and an interleave) — several kernel shapes, batch, bias or none, odd channel counts, one
-// and two threads — and depthwise convolutions on narrow and wide planes.
+// and two threads — depthwise convolutions on narrow and wide planes, and 3x3 convolutions
+// on either side of the Winograd-or-direct choice.
 #include <cmath>
 #include <sstream>
 
@@ -171,6 +172,47 @@ TEST(GroupedPointwise, GroupsSharedAmongThreadsAreTheDefinition) {
         EXPECT_GE(d, 0) << c.C << "/" << c.G;
         EXPECT_LE(d, 1e-4) << c.C << " channels in " << c.G << " groups, level " << level << ", threads " << threads;
       }
+  }
+}
+
+// 3x3 stride-1 convolutions that oneDNN can run as Winograd, against the definition: the
+// kernel runs them as Winograd or directly by plane size, channels and thread count
+// (winograd_pays in kernels/dnnl.cc), so each case runs at one and two threads — a 7x7
+// and a 6x6 plane, a 14x14 one with 208 output channels, and others Winograd keeps at both
+// counts (256 or more input channels, wider planes, an odd 9x11) — with a fused Relu.
+TEST(Winograd, EitherAlgorithmAtEitherThreadCountIsTheDefinition) {
+  struct W3 {
+    int64_t C, M, H, W;
+  };
+  for (const W3& c : {W3{48, 64, 7, 7}, W3{40, 24, 6, 6}, W3{32, 208, 14, 14}, W3{32, 48, 14, 14},
+                      W3{272, 32, 6, 6}, W3{16, 24, 9, 11}, W3{24, 32, 28, 28}}) {
+    Tensor x = random_tensor({1, c.C, c.H, c.W}, 41);
+    Tensor w = random_tensor({c.M, c.C, 3, 3}, 42);
+    Tensor b = random_tensor({c.M}, 43);
+    std::vector<double> want(static_cast<size_t>(c.M * c.H * c.W));
+    for (int64_t m = 0; m < c.M; ++m)
+      for (int64_t oh = 0; oh < c.H; ++oh)
+        for (int64_t ow = 0; ow < c.W; ++ow) {
+          double v = b.data<float>()[m];
+          for (int64_t ch = 0; ch < c.C; ++ch)
+            for (int64_t kh = 0; kh < 3; ++kh)
+              for (int64_t kw = 0; kw < 3; ++kw) {
+                const int64_t ih = oh - 1 + kh, iw = ow - 1 + kw;
+                if (ih < 0 || ih >= c.H || iw < 0 || iw >= c.W) continue;
+                v += double(x.data<float>()[(ch * c.H + ih) * c.W + iw]) * w.data<float>()[((m * c.C + ch) * 3 + kh) * 3 + kw];
+              }
+          want[(m * c.H + oh) * c.W + ow] = std::max(v, 0.0);
+        }
+    std::ostringstream t;
+    t << "<ir_version: 8, opset_import: [\"\" : 17]>\n"
+      << "g (float[1," << c.C << "," << c.H << "," << c.W << "] x) => (float[1," << c.M << "," << c.H << "," << c.W
+      << "] y)\n<float[" << c.M << "," << c.C << ",3,3] w = {" << list(w) << "}, float[" << c.M << "] b = {" << list(b)
+      << "}>\n{ t = Conv <pads = [1,1,1,1]> (x, w, b)\n  y = Relu(t) }";
+    for (int threads : {1, 2}) {
+      const double d = worst_difference(t.str(), x, {1, c.M, c.H, c.W}, want, threads);
+      EXPECT_GE(d, 0) << c.C << "->" << c.M;
+      EXPECT_LE(d, 2e-3) << c.C << "->" << c.M << " at " << c.H << "x" << c.W << ", threads " << threads;
+    }
   }
 }
 
