@@ -154,7 +154,7 @@ def main():
                     todo.append(i)
         return found
 
-    extractor = onnx.utils.Extractor(onnx.load(a.model)) if quantised else None
+    extractor = onnx.utils.Extractor(onnx.load(a.model))
 
     def local(name, k):
         ins = piece_inputs(name)
