@@ -12,6 +12,8 @@ namespace {
 
 constexpr size_t kHuge = size_t{2} << 20;
 constexpr size_t kPage = 4096;
+// The largest fresh block host_fresh_alloc maps in at once.
+constexpr size_t kPrefaultMaxBytes = size_t{64} << 20;
 
 #if defined(BULKHEAD_SANITIZE_ADDRESS) || defined(BULKHEAD_SANITIZE_THREAD)
 constexpr bool kEnabled = false;
@@ -52,14 +54,19 @@ void host_pages_free(void* p, size_t size) {
   if (p) ::munmap(p, map_length(size));
 }
 
-void* host_block_alloc(size_t size) {
-  void* p = host_pages_serve(size, kBlockAlign)
-                ? host_pages_alloc(size)
-                : std::aligned_alloc(kBlockAlign, (std::max<size_t>(size, 1) + kBlockAlign - 1) / kBlockAlign * kBlockAlign);
-  // Run blocks are written in full right after they are allocated; mapping a fresh one
-  // in at once saves a fault per page on a session's first run.
-  if (size <= kPrefaultMaxBytes) prefault_for_write(p, size);
+void* host_fresh_alloc(size_t size, size_t alignment, bool* from_pages) {
+  *from_pages = host_pages_serve(size, alignment);
+  void* p = *from_pages ? host_pages_alloc(size)
+                        : std::aligned_alloc(alignment, (std::max<size_t>(size, 1) + alignment - 1) / alignment * alignment);
+  // Written in full right after: mapping a fresh block in at once saves a fault per page
+  // (a session's first run). A larger block (a hostile shape's) may fail before any write.
+  if (p && size <= kPrefaultMaxBytes) prefault_for_write(p, size);
   return p;
+}
+
+void* host_block_alloc(size_t size) {
+  bool from_pages = false;
+  return host_fresh_alloc(size, kBlockAlign, &from_pages);
 }
 
 void host_block_discard(void* p, size_t size) {

@@ -28,10 +28,14 @@ inline void* host_pages_tag() {
 void* host_pages_alloc(size_t size);
 void host_pages_free(void* p, size_t size);
 
-// A host block of `size` bytes aligned to kBlockAlign: from host_pages_alloc when it
-// serves that size, else from aligned_alloc. The choice follows from the size alone, so
-// host_block_free needs nothing else. Blocks up to 64 MiB come mapped in for writing
-// (prefault_for_write): their callers write them in full. nullptr on failure.
+// A fresh host block of `size` bytes aligned to `alignment`, for a caller that writes it
+// in full next: from host_pages_alloc when it serves that size and alignment (then
+// *from_pages is true), else from aligned_alloc. Blocks up to 64 MiB come mapped in for
+// writing (prefault_for_write). nullptr on failure. HostAllocator's blocks; host_block_alloc's.
+void* host_fresh_alloc(size_t size, size_t alignment, bool* from_pages);
+
+// A host block of `size` bytes aligned to kBlockAlign (host_fresh_alloc). The choice of
+// allocator follows from the size alone, so host_block_free needs nothing else.
 constexpr size_t kBlockAlign = 64;
 void* host_block_alloc(size_t size);
 void host_block_free(void* p, size_t size);
@@ -47,9 +51,6 @@ void host_block_discard(void* p, size_t size);
 // cost several microseconds each. Best effort (nothing where the kernel predates 5.14, in
 // sanitizer builds, or for blocks under 64 KiB). Thread-safe.
 void prefault_for_write(void* p, size_t size);
-// The largest fresh block the allocators map in at once: a larger one (a hostile shape's)
-// may fail before anything writes it.
-constexpr size_t kPrefaultMaxBytes = size_t{64} << 20;
 
 // Gives the free memory of malloc's heaps back to the system (glibc's malloc_trim).
 // Nothing in sanitizer builds: their malloc is not glibc's, whose malloc_trim then walks

@@ -51,10 +51,9 @@ Result<std::shared_ptr<Buffer>> HostAllocator::allocate(size_t size, size_t alig
   if (size > (size_t{1} << 62))
     return Status(StatusCode::kResourceExhausted, "host allocation of " + std::to_string(size) + " bytes refused: more than any machine has");
   size_t rounded = (std::max<size_t>(size, 1) + alignment - 1) / alignment * alignment;
-  const bool mapped = host_pages_serve(rounded, alignment);
-  void* p = mapped ? host_pages_alloc(rounded) : std::aligned_alloc(alignment, rounded);
+  bool mapped = false;
+  void* p = host_fresh_alloc(rounded, alignment, &mapped);  // written in full next, as a rule
   if (!p) return Status(StatusCode::kResourceExhausted, "host allocation of " + std::to_string(size) + " bytes failed");
-  if (rounded <= kPrefaultMaxBytes) prefault_for_write(p, rounded);  // written in full next, as a rule
   size_t now = counters_->in_use.fetch_add(rounded) + rounded;
   size_t peak = counters_->peak.load();
   while (now > peak && !counters_->peak.compare_exchange_weak(peak, now)) {

@@ -1833,6 +1833,23 @@ class IntConvKernel final : public Kernel {
   void prepare(const KernelInfo& info) const;
 
  private:
+  // X's logical [N, C, ...] shape and W's make a convolution the oneDNN path takes (whole
+  // groups, some output channels and pixels, a non-empty X); its geometry in `g`.
+  bool int_geometry(const Shape& xs, const Shape& ws, const std::string& where, Geometry* g) const {
+    const int64_t M = ws[0], G = a_.group;
+    if (xs[1] != ws[1] * G || M % G != 0 || M == 0 || shape_numel(xs) == 0) return false;
+    if (!resolve_geometry(a_, false, xs, ws, where, g).is_ok()) return false;
+    for (int64_t o : g->out)
+      if (o <= 0) return false;
+    return true;
+  }
+  // Whether the requantisation fixed at creation (fixed_) serves a Y of type `yt` with `M`
+  // channels: the primitive then requantises itself (given exact int8 sums).
+  bool fixed_serves(DataType yt, int64_t M) const {
+    return qlinear_ && fixed_ && fixed_->yt == yt &&
+           (fixed_->mult.size() == 1 || static_cast<int64_t>(fixed_->mult.size()) == M);
+  }
+
   struct Plan {
     bool use_ref = false;
     std::string why_ref;
@@ -2020,20 +2037,14 @@ void IntConvKernel::prepare(const KernelInfo& info) const {
   if (xs.size() < 3 || xs.size() > 5 || (x_nhwc_ && xs.size() != 4)) return;
   if (x_nhwc_) xs = {xs[0], xs[3], xs[1], xs[2]};  // the logical shape of [N, H, W, C]
   const Shape& ws = w_s8_.shape();
-  const int64_t M = ws[0], G = a_.group;
-  if (ws.size() != xs.size() || xs[1] != ws[1] * G || M % G != 0 || M == 0 || shape_numel(xs) == 0) return;
   Geometry g;
-  if (!resolve_geometry(a_, false, xs, ws, info.where(), &g).is_ok()) return;
-  for (int64_t o : g.out)
-    if (o <= 0) return;
+  if (ws.size() != xs.size() || !int_geometry(xs, ws, info.where(), &g)) return;
   // As compute_on decides: the fused path needs exact int8 sums and Y of fixed_'s type.
   auto given = [&](size_t i) { return i < n.inputs.size() && !n.inputs[i].empty(); };
   auto constant = [&](size_t i) { return info.input_is_constant(i) ? &info.constant_inputs[i] : nullptr; };
   const Tensor* yz = given(7) ? constant(7) : nullptr;
   const DataType yt = yz && yz->numel() ? yz->dtype() : xt;
-  if (!int8_sums_exact(xt == DataType::kUInt8, w_max_) || yt != fixed_->yt ||
-      (fixed_->mult.size() != 1 && static_cast<int64_t>(fixed_->mult.size()) != M))
-    return;
+  if (!int8_sums_exact(xt == DataType::kUInt8, w_max_) || !fixed_serves(yt, ws[0])) return;
   const Tensor* xz = given(2) ? constant(2) : nullptr;
   if (given(2) && (!xz || xz->numel() > 1 || (xz->numel() == 1 && xz->dtype() != xt))) return;
   const bool zx0 = !xz || xz->numel() == 0 || int_at(*xz, 0) == 0;
@@ -2081,11 +2092,8 @@ Status IntConvKernel::compute_on(KernelContext& ctx, bool xn, bool yn, bool* pla
   // X's logical [N, C, ...] shape.
   const Shape xshape = xn ? Shape{x->dim(0), x->dim(3), x->dim(1), x->dim(2)} : x->shape();
   const int64_t C = xshape[1], M = w->dim(0), G = a_.group;
-  if (C != w->dim(1) * G || M % G != 0 || M == 0 || x->numel() == 0) return fallback();
   Geometry g;
-  if (!resolve_geometry(a_, false, xshape, w->shape(), ctx.where(), &g).is_ok()) return fallback();
-  for (int64_t o : g.out)
-    if (o <= 0) return fallback();
+  if (!int_geometry(xshape, w->shape(), ctx.where(), &g)) return fallback();
   auto scalar_of = [&](int i, DataType dt, bool* ok) -> int64_t {
     const Tensor* t = i < ctx.num_inputs() ? ctx.input(i) : nullptr;
     if (!t || t->numel() == 0) return 0;
@@ -2133,8 +2141,7 @@ Status IntConvKernel::compute_on(KernelContext& ctx, bool xn, bool yn, bool* pla
   // exact below 2^24 (checked below); constant weights only.
   const bool f32 = !int8_sums_exact(x->dtype() == DataType::kUInt8, w_max);
   if (f32 && !w_f32_.defined()) return fallback();
-  const bool fused = !f32 && qlinear_ && fixed_ && fixed_->yt == yt &&
-                     (fixed_->mult.size() == 1 || static_cast<int64_t>(fixed_->mult.size()) == M);
+  const bool fused = !f32 && fixed_serves(yt, M);
   if ((xn || yn) && !fused) return fallback();
   if (!fused) {
     // int32 sums through float32: exact only below 2^24 (see above).
