@@ -794,7 +794,8 @@ void depthwise2d_nchw(const float* x, const float* w, const float* b, float* y, 
 // Winograd kernel for it). On planes of up to 14x14 oneDNN takes its F(2,3) kernel, whose
 // blocking is chosen for the thread count and at two threads can be slower than at one;
 // a direct convolution there splits evenly. Measured one convolution at a time, nChw16c,
-// ReLU fused, medians of 280 (2-core AVX-512 EPYC), direct / Winograd at 2 threads:
+// ReLU fused, medians of 280 (bench/winograd_bench; 2-core AVX-512 EPYC), direct / Winograd
+// at 2 threads:
 //   7x7:   128->32 0.52, 160->224 0.54, 192->224 0.56, 224->224 0.60, 192->320 1.02,
 //          512->512 1.54;  6x6: 192->384 0.60, 160->320 1.33
 //   13x13, 14x14, 208 or more output channels: 96->208 0.45, 112->224 0.84, 160->320 0.79,
