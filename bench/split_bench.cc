@@ -42,9 +42,13 @@ double median(std::vector<double> v) {
 }
 
 // Runs F then G, G fed F's outputs by name; `part_ms`, when given, gets each part's time.
+// F's run names G as the session its outputs are for (RunOptions::outputs_for): worker
+// processes then hand them over without a copy; in-process sessions ignore it.
 NamedTensors run_pipeline(const Session& f, const Session& g, const NamedTensors& in, double* part_ms = nullptr) {
   auto t0 = Clock::now();
-  auto mid = f.run(in);
+  RunOptions to_g;
+  to_g.outputs_for = &g;
+  auto mid = f.run(in, to_g);
   if (!mid.is_ok()) die(mid.status().message());
   auto t1 = Clock::now();
   auto out = g.run(*mid);
@@ -115,10 +119,20 @@ int main(int argc, char** argv) {
     in.emplace_back(spec.substr(0, eq), *t);
   }
   if (in.empty()) die("give the model's inputs with --input NAME=FILE.npy");
+  // The worker pipeline's inputs as a caller that fills them itself (decodes an image
+  // into them) would have them: in tensors from Session::allocate_input, which F's
+  // worker reads where they are.
+  NamedTensors in_pf;
+  for (auto& [name, t] : in) {
+    auto shared = pf->allocate_input(t.dtype(), t.shape());
+    if (!shared.is_ok()) die(shared.status().message());
+    if (t.nbytes()) std::memcpy(shared->raw(), t.raw(), t.nbytes());
+    in_pf.emplace_back(name, *shared);
+  }
 
   auto ref = whole->run(in);
   if (!ref.is_ok()) die(ref.status().message());
-  double d_in = max_diff(run_pipeline(*f, *g, in), *ref), d_proc = max_diff(run_pipeline(*pf, *pg, in), *ref);
+  double d_in = max_diff(run_pipeline(*f, *g, in), *ref), d_proc = max_diff(run_pipeline(*pf, *pg, in_pf), *ref);
   size_t boundary_bytes = 0;
   {
     auto mid = f->run(in);
@@ -143,7 +157,7 @@ int main(int argc, char** argv) {
         } else if (v == 1) {
           run_pipeline(*f, *g, in, p[1]);
         } else {
-          run_pipeline(*pf, *pg, in, p[2]);
+          run_pipeline(*pf, *pg, in_pf, p[2]);
         }
         t[v] = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
       }
@@ -187,9 +201,11 @@ int main(int argc, char** argv) {
       std::vector<NodeProfile> pr[2];
       RunOptions ro;
       ro.profile = &pr[0];
-      auto mid = fs.run(in, ro);
+      ro.outputs_for = &gs;
+      auto mid = fs.run(w ? in_pf : in, ro);
       if (!mid.is_ok()) die(mid.status().message());
       ro.profile = &pr[1];
+      ro.outputs_for = nullptr;
       auto out = gs.run(*mid, ro);
       if (!out.is_ok()) die(out.status().message());
       for (int h = 0; h < 2; ++h) {

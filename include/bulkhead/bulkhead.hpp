@@ -132,6 +132,14 @@ struct RunOptions {
   std::vector<NodeProfile>* profile = nullptr;
   // This run's time limit in milliseconds: -1 = the session's run_timeout_ms, 0 = none.
   int64_t timeout_ms = -1;
+  // Pipelines of process-isolated sessions (F -> G): the session this run's outputs will
+  // be passed to. When both run in worker processes, the outputs are written into shared
+  // memory that `outputs_for`'s worker keeps mapped read-only, so `outputs_for->run()` on
+  // them copies nothing into its worker (without this, it copies them). Every output of
+  // this run, and of later runs naming the same session, becomes readable by that worker:
+  // name it only when it may see them. Ignored when either session runs in-process or
+  // when the outputs go elsewhere (they are then copied as usual). Borrowed for the call.
+  const class Session* outputs_for = nullptr;
 };
 
 // A declared graph input or output.
@@ -160,6 +168,14 @@ class Session {
   Result<NamedTensors> run(const NamedTensors& inputs, const RunOptions& options = {}) const;
   // As run(), for models whose inputs or outputs are sequences or optionals.
   Result<NamedValues> run_values(const NamedValues& inputs, const RunOptions& options = {}) const;
+  // A new tensor (uninitialised) to fill and pass to run() as an input of this session.
+  // For a session in a worker process (isolation "process") its bytes are shared memory
+  // that the worker maps read-only and reads where they are, so a run copies nothing for
+  // it; any other tensor is copied into the worker, once per run. The worker can read it
+  // for as long as the tensor lives: put in it only what this session may see. For an
+  // in-process session, an ordinary host tensor. Fails with one line on a bad type or
+  // shape, or one larger than the machine's memory. Thread-safe.
+  Result<Tensor> allocate_input(DataType dtype, Shape shape) const;
 
   const std::vector<IoInfo>& inputs() const;
   const std::vector<IoInfo>& outputs() const;

@@ -1,5 +1,7 @@
 #include "isolate/output_regions.h"
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <utility>
 
@@ -55,13 +57,24 @@ void OutputRegions::trim(uint64_t expected) {
   }
 }
 
-uint64_t OutputRegions::offer(uint64_t expected_bytes) {
+std::optional<LendableRegion> OutputRegions::lendable(const Buffer& buffer, uint64_t receiver) const {
+  std::lock_guard<std::mutex> l(mu_);
+  auto it = regions_.find(static_cast<uint64_t>(reinterpret_cast<uintptr_t>(buffer.handle())));
+  if (receiver == 0 || it == regions_.end()) return std::nullopt;
+  const Region& r = it->second;
+  if (r.state != State::kLeased || r.receiver != receiver || !r.readonly.valid() || r.mapping->data() != buffer.data())
+    return std::nullopt;
+  return LendableRegion{r.uid, r.readonly.get(), static_cast<const char*>(r.mapping->data()), r.lend_bytes};
+}
+
+uint64_t OutputRegions::offer(uint64_t expected_bytes, uint64_t receiver) {
   std::lock_guard<std::mutex> l(mu_);
   trim(expected_bytes);
+  run_receiver_ = receiver;
   Region* best = nullptr;
   uint64_t best_key = 0;
   for (auto& [key, r] : regions_)
-    if (r.state == State::kFree && r.mapping->size() >= std::max<uint64_t>(expected_bytes, 1) &&
+    if (r.state == State::kFree && r.receiver == receiver && r.mapping->size() >= std::max<uint64_t>(expected_bytes, 1) &&
         (!best || r.mapping->size() < best->mapping->size())) {
       best = &r;
       best_key = key;
@@ -95,9 +108,19 @@ Result<std::shared_ptr<Buffer>> OutputRegions::take(uint64_t worker_id, UniqueFd
     for (auto& [k, r] : regions_)
       if (r.generation == generation_ && r.worker_id == worker_id)
         return internal_error(what + ": the worker sent output region " + std::to_string(worker_id) + " twice");
+    // A region for a receiver keeps a read-only descriptor to lend; when that cannot be
+    // had, it is still for the receiver (never offered to other runs) but not lent.
+    UniqueFd readonly;
+    struct stat st {};
+    if (run_receiver_) {
+      auto ro = SharedMemory::reopen_readonly(fd.get());
+      if (ro.is_ok() && fstat(ro->get(), &st) == 0 && static_cast<uint64_t>(st.st_size) >= bytes)
+        readonly = std::move(ro).value();
+    }
     BH_ASSIGN_OR_RETURN(std::shared_ptr<Buffer> mapping, shm_->map_shared(std::move(fd), bytes, what));
     key = next_key_++;
-    regions_[key] = Region{worker_id, generation_, State::kFree, std::move(mapping)};
+    regions_[key] = Region{worker_id, generation_, State::kFree, std::move(mapping), run_receiver_,
+                           run_receiver_ ? next_lend_id() : 0, std::move(readonly), static_cast<uint64_t>(st.st_size)};
   }
   Region& r = regions_[key];
   r.state = State::kLeased;
@@ -109,6 +132,7 @@ void OutputRegions::withdraw() {
   auto it = regions_.find(offered_key_);
   if (it != regions_.end()) it->second.state = State::kFree;
   offered_key_ = 0;
+  run_receiver_ = 0;
 }
 
 std::vector<uint64_t> OutputRegions::forgotten() {

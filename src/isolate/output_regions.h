@@ -19,6 +19,12 @@
 // new_worker() unmaps the free ones, and leases still held by callers are unmapped when
 // released instead of being reused (their contents stay valid until then).
 //
+// Regions for a receiver (lending.h): a run whose outputs the caller said are for
+// another isolated session (RunOptions::outputs_for) is offered only regions made for
+// that session, and a region made in such a run is for it for good; leases of these
+// regions are lendable() to that session's worker, through a read-only descriptor kept
+// here. Other runs are offered only regions for nobody.
+//
 // The worker keeps every region mapped writable. It writes one only during a run that
 // was offered it, after every view of it was released; a worker that wrote elsewhere
 // would be a bug the `check` command's re-hashing of earlier outputs reports.
@@ -37,12 +43,13 @@
 #include <vector>
 
 #include "bulkhead/memory.h"
+#include "isolate/lending.h"
 #include "isolate/shared_memory.h"
 #include "isolate/unique_fd.h"
 
 namespace bulkhead::isolate {
 
-class OutputRegions final : public Allocator {
+class OutputRegions final : public LendingAllocator {
  public:
   explicit OutputRegions(std::shared_ptr<SharedMemory> shm) : shm_(std::move(shm)) {}
   static std::shared_ptr<OutputRegions> create(std::shared_ptr<SharedMemory> shm) {
@@ -54,9 +61,12 @@ class OutputRegions final : public Allocator {
   // Regions come only from runs (take()); this always fails.
   Result<std::shared_ptr<Buffer>> allocate(size_t size, size_t alignment = 64) override;
   void release(void* data, void* handle, size_t size) override;
+  // A lease's region, when it was made for `receiver` and can be lent.
+  std::optional<LendableRegion> lendable(const Buffer& buffer, uint64_t receiver) const override;
 
-  // The worker id of a free region of at least `expected_bytes` to offer, or 0.
-  uint64_t offer(uint64_t expected_bytes);
+  // The worker id of a free region of at least `expected_bytes` to offer, or 0. `receiver`:
+  // the lend id of the session this run's outputs are for (0: none).
+  uint64_t offer(uint64_t expected_bytes, uint64_t receiver = 0);
   // The region holding this run's `bytes` of outputs: `worker_id` with `fd` for a region
   // the worker just made (mapped here once), or the offered one with no fd. Errors when
   // the worker named a region it was not offered or sent one it had already sent.
@@ -79,6 +89,10 @@ class OutputRegions final : public Allocator {
     uint64_t generation = 0;  // the worker that made it
     State state = State::kFree;
     std::shared_ptr<Buffer> mapping;
+    uint64_t receiver = 0;  // the session it is for (lending.h); 0: nobody
+    uint64_t uid = 0;       // its lend id, when it is for a receiver
+    UniqueFd readonly;      // for the receiver's worker; invalid if it cannot be lent
+    uint64_t lend_bytes = 0;  // the region's size as the receiver's worker maps it
   };
   static constexpr size_t kMaxFree = 2;
 
@@ -93,6 +107,7 @@ class OutputRegions final : public Allocator {
   uint64_t next_key_ = 1;
   uint64_t generation_ = 0;
   uint64_t offered_key_ = 0;  // 0: nothing offered to the run in flight
+  uint64_t run_receiver_ = 0;  // offer()'s receiver, for a region the run makes
   std::vector<uint64_t> forgotten_;
 };
 

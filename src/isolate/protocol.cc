@@ -180,6 +180,14 @@ std::string encode(const RunRequest& q) {
   w.u64(q.output_region);
   w.u32(static_cast<uint32_t>(q.forget_regions.size()));
   for (uint64_t id : q.forget_regions) w.u64(id);
+  w.u32(static_cast<uint32_t>(q.lent.size()));
+  for (const LentInput& l : q.lent) {
+    w.u64(l.uid);
+    w.u64(l.bytes);
+    w.u8(l.fd);
+  }
+  w.u32(static_cast<uint32_t>(q.forget_lent.size()));
+  for (uint64_t id : q.forget_lent) w.u64(id);
   w.i64(q.timeout_ms);
   return w.take();
 }
@@ -195,6 +203,14 @@ Result<RunRequest> decode_run_request(const std::string& payload) {
   q.output_region = r.u64();
   q.forget_regions.resize(r.count(8));
   for (uint64_t& id : q.forget_regions) id = r.u64();
+  q.lent.resize(r.count(17));
+  for (LentInput& l : q.lent) {
+    l.uid = r.u64();
+    l.bytes = r.u64();
+    l.fd = r.u8() != 0;
+  }
+  q.forget_lent.resize(r.count(8));
+  for (uint64_t& id : q.forget_lent) id = r.u64();
   q.timeout_ms = r.i64();
   if (!r.ok() || !r.at_end()) return malformed("run");
   return q;

@@ -26,7 +26,7 @@
 namespace bulkhead::isolate {
 
 // Bumped whenever a message changes; a worker of another version refuses to load.
-constexpr uint32_t kProtocolVersion = 6;
+constexpr uint32_t kProtocolVersion = 7;
 
 enum MessageType : uint32_t {
   kLoad = 1,
@@ -55,6 +55,14 @@ struct ModelInfo {
   Session::PrecisionUse precision;  // as the worker's session runs
 };
 
+// A region lent to a run (lending.h): another session's outputs that this run's inputs
+// view, which the worker maps read-only once and keeps until told to forget it.
+struct LentInput {
+  uint64_t uid = 0;    // the region's lend id
+  uint64_t bytes = 0;  // its size
+  bool fd = false;     // its descriptor comes with this message (the first time it is lent)
+};
+
 struct RunRequest {
   std::vector<std::string> outputs;  // in the order the caller wants them
   bool profile = false;
@@ -69,6 +77,12 @@ struct RunRequest {
   uint64_t output_region = 0;
   // Output regions the supervisor has unmapped: the worker unmaps them too.
   std::vector<uint64_t> forget_regions;
+  // The lent regions the input descriptors name (region k is lent[k - 1]). The message's
+  // descriptors come in this order: the input region's first (when it is new to the
+  // worker), then those of the lent regions with `fd` set.
+  std::vector<LentInput> lent;
+  // Lent regions (uids) the worker may unmap: forgotten before `lent` is read.
+  std::vector<uint64_t> forget_lent;
   int64_t timeout_ms = -1;           // RunOptions::timeout_ms
 };
 

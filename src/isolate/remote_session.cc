@@ -100,6 +100,7 @@ Status RemoteSession::start_worker() {
   worker_.pid = pid;
   worker_.channel = std::make_unique<Channel>(std::move(mine));
   inputs_sent_id_ = 0;
+  lent_mapped_.clear();
   outputs_->new_worker();
 
   const int load_timeout = std::max(timeout_ms_, kMinLoadTimeoutMs);
@@ -172,7 +173,7 @@ Status RemoteSession::ensure_worker_locked() {
 }
 
 Result<NamedValues> RemoteSession::run(const NamedValues& inputs, const std::vector<std::string>& outputs,
-                                       std::vector<NodeProfile>* profile, int64_t timeout_ms) {
+                                       std::vector<NodeProfile>* profile, int64_t timeout_ms, uint64_t outputs_for) {
   std::lock_guard<std::mutex> l(mu_);
   BH_RETURN_IF_ERROR(ensure_worker_locked());
 
@@ -183,8 +184,26 @@ Result<NamedValues> RemoteSession::run(const NamedValues& inputs, const std::vec
   // The one copy of the inputs: into the region the worker maps (written only here,
   // between runs, and mapped read-only there).
   const auto pack_start = Clock::now();
+  // Inputs in regions lent to this session (another session's outputs for it) are read
+  // there by the worker; at most kMaxLent regions per run, the rest copied.
+  std::vector<LendableRegion> lending;
+  for (const auto& [name, v] : inputs) {
+    std::vector<const Tensor*> ts;
+    if (v.is_tensor()) ts.push_back(&v.tensor);
+    for (const Tensor& t : v.sequence) ts.push_back(&t);
+    for (const Tensor* t : ts) {
+      const std::shared_ptr<Buffer>& b = t->buffer();
+      auto* from = b ? dynamic_cast<const LendingAllocator*>(b->allocator()) : nullptr;
+      if (!from || lending.size() == kMaxLent) continue;
+      std::optional<LendableRegion> l = from->lendable(*b, lend_id_);
+      if (l && std::none_of(lending.begin(), lending.end(), [&](const LendableRegion& o) { return o.uid == l->uid; }))
+        lending.push_back(*l);
+    }
+  }
+  std::vector<LentSpan> spans;
+  for (const LendableRegion& l : lending) spans.push_back({l.base, l.size});
   BH_ASSIGN_OR_RETURN(PackedValues packed,
-                      pack_values(inputs, [this](uint64_t n) { return inputs_.get(*shm_, n); }, "input"));
+                      pack_values(inputs, [this](uint64_t n) { return inputs_.get(*shm_, n); }, "input", {}, {}, spans));
   RunRequest req;
   req.outputs = outputs;
   req.profile = profile != nullptr;
@@ -196,8 +215,22 @@ Result<NamedValues> RemoteSession::run(const NamedValues& inputs, const std::vec
     req.region_id = inputs_.id;
     if (inputs_sent_id_ != inputs_.id) fds.push_back(SharedMemory::fd_of(*inputs_.mapping));
   }
-  // The outputs go into a region no caller's Tensor views any more, if one fits.
-  req.output_region = outputs_->offer(last_output_bytes_);
+  // The lent regions' descriptors follow the input region's, the first time each is lent
+  // to this worker; the least recently lent beyond kMaxLent are forgotten.
+  for (const LendableRegion& l : lending) {
+    auto known = std::find(lent_mapped_.begin(), lent_mapped_.end(), l.uid);
+    req.lent.push_back({l.uid, l.size, known == lent_mapped_.end()});
+    if (known == lent_mapped_.end()) fds.push_back(l.fd);
+    else lent_mapped_.erase(known);
+    lent_mapped_.push_back(l.uid);
+  }
+  while (lent_mapped_.size() > kMaxLent) {
+    req.forget_lent.push_back(lent_mapped_.front());
+    lent_mapped_.erase(lent_mapped_.begin());
+  }
+  // The outputs go into a region no caller's Tensor views any more, if one fits (one
+  // made for the session they are for, when they are for one).
+  req.output_region = outputs_->offer(last_output_bytes_, outputs_for);
   req.forget_regions = outputs_->forgotten();
   struct Withdraw {
     OutputRegions& regions;

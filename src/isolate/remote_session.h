@@ -28,6 +28,7 @@
 #include "bulkhead/bulkhead.hpp"
 #include "isolate/channel.h"
 #include "isolate/child_process.h"
+#include "isolate/lending.h"
 #include "isolate/output_regions.h"
 #include "isolate/protocol.h"
 #include "isolate/shared_memory.h"
@@ -54,8 +55,16 @@ class RemoteSession {
   // Runs in the worker. `inputs` must already be validated; `outputs` are the names to
   // return, in order. Profile entries are appended to `profile` when it is set.
   // `timeout_ms` is the run's RunOptions::timeout_ms, enforced by the worker's session.
+  // `outputs_for`: the lend_id() of the isolated session the caller will pass the outputs
+  // to (RunOptions::outputs_for), 0 for none: they are then written into regions lent to
+  // it (lending.h). Inputs that view a region lent to this session are not copied.
   Result<NamedValues> run(const NamedValues& inputs, const std::vector<std::string>& outputs,
-                          std::vector<NodeProfile>* profile, int64_t timeout_ms = -1);
+                          std::vector<NodeProfile>* profile, int64_t timeout_ms = -1, uint64_t outputs_for = 0);
+  // This session's id as a receiver of lent regions (lending.h); never reused.
+  uint64_t lend_id() const { return lend_id_; }
+  // Buffers for this session's inputs that its worker reads where they are
+  // (Session::allocate_input).
+  Allocator& input_allocator() { return *input_regions_; }
   // The current worker's pid; -1 between a worker's death and its replacement.
   int worker_pid() const { return pid_.load(); }
   // Replaces a dead worker now (Session::ensure_worker).
@@ -77,7 +86,12 @@ class RemoteSession {
   Status worker_failed(const std::string& what, bool kill_first, bool in_run = true);
   std::string who() const;                     // "worker process 1234 for 'model.onnx'"; requires mu_
 
+  // The most lent regions the worker keeps mapped: the least recently used beyond it are
+  // forgotten (the worker unmaps them), and a run viewing more copies the rest.
+  static constexpr size_t kMaxLent = 4;
+
   std::string binary_;
+  const uint64_t lend_id_ = next_lend_id();
   std::string model_name_;
   bool from_bytes_ = false;
   UniqueFd model_bytes_;  // sealed memfd of the model's bytes
@@ -87,6 +101,7 @@ class RemoteSession {
   ModelInfo info_;  // from the first worker; never changes after create()
   bool have_info_ = false;
   std::shared_ptr<SharedMemory> shm_ = SharedMemory::create("isolation");
+  std::shared_ptr<InputRegions> input_regions_ = std::make_shared<InputRegions>(shm_, lend_id_);
 
   std::mutex mu_;  // serialises runs and guards everything below
   Launcher launcher_;
@@ -97,6 +112,7 @@ class RemoteSession {
   uint64_t inputs_sent_id_ = 0;   // the inputs_ region the current worker has mapped
   std::shared_ptr<OutputRegions> outputs_ = OutputRegions::create(shm_);  // where outputs come back
   uint64_t last_output_bytes_ = 0;  // the last run's, to pick a region for the next
+  std::vector<uint64_t> lent_mapped_;  // uids of lent regions the worker maps, oldest first
   std::atomic<int> pid_{-1};
 };
 

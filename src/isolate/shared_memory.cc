@@ -72,6 +72,15 @@ Result<std::shared_ptr<Buffer>> SharedMemory::allocate(size_t size, size_t align
   return std::make_shared<Buffer>(shared_from_this(), domain_, p, bytes, fd_handle(fd.release()));
 }
 
+Result<UniqueFd> SharedMemory::reopen_readonly(int region) {
+  // Opening the descriptor's /proc entry makes a new open file of the same memfd, with
+  // its own access mode; a dup() would share the writable one.
+  const std::string path = "/proc/self/fd/" + std::to_string(region);
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return Status(StatusCode::kUnavailable, "cannot reopen a shared region read-only: " + std::string(std::strerror(errno)));
+  return UniqueFd(fd);
+}
+
 int SharedMemory::fd_of(const Buffer& region) {
   if (!region.handle() || dynamic_cast<const SharedMemory*>(region.allocator()) == nullptr) return -1;
   return handle_fd(region.handle());

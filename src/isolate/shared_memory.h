@@ -47,6 +47,9 @@ class SharedMemory final : public Allocator {
   static Status seal(int region);
   // The memfd of a region from allocate(), still owned by the Buffer; -1 for any other buffer.
   static int fd_of(const Buffer& region);
+  // A new descriptor of the same region that allows reading only: what it is mapped
+  // through cannot be written (for a region lent to another worker, lending.h).
+  static Result<UniqueFd> reopen_readonly(int region);
 
   // Maps a sealed region received from the other side, copy-on-write (the caller may
   // write to its Tensors; the sender never sees it), with its pages mapped in at once.

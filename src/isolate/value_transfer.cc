@@ -44,7 +44,7 @@ Result<std::shared_ptr<Buffer>> ReusableRegion::get(SharedMemory& shm, uint64_t 
 }
 
 Result<PackedValues> pack_values(const NamedValues& values, const RegionSource& into, const char* what,
-                                 const DeviceCopy& copy, const InPlace& in_place) {
+                                 const DeviceCopy& copy, const InPlace& in_place, const std::vector<LentSpan>& lent) {
   std::vector<const Tensor*> all;
   for (const auto& [name, v] : values)
     for (const Tensor* t : tensors_of(v)) {
@@ -57,15 +57,31 @@ Result<PackedValues> pack_values(const NamedValues& values, const RegionSource& 
   // others after the bytes in place; or, without them, one after the other from the start.
   std::vector<uint64_t> offsets(all.size(), 0);
   std::vector<bool> placed(all.size(), false);
+  // Tensors the receiver reads where they are, in a region it has mapped: not copied.
+  std::vector<uint32_t> in_lent(all.size(), 0);  // 0: not; k: lent[k - 1]
+  for (size_t i = 0; i < all.size(); ++i) {
+    const Tensor& t = *all[i];
+    const uint64_t n = region_size_of(t);
+    if (!n || t.dtype() == DataType::kString || !t.raw()) continue;
+    const char* q = static_cast<const char*>(t.raw());
+    for (size_t k = 0; k < lent.size() && !in_lent[i]; ++k) {
+      const LentSpan& l = lent[k];
+      if (q < l.base || q >= l.base + l.size) continue;
+      const uint64_t b = static_cast<uint64_t>(q - l.base);
+      if (b % kAlign || n > l.size - b) continue;
+      in_lent[i] = static_cast<uint32_t>(k + 1);
+      offsets[i] = b;
+    }
+  }
   auto layout = [&](bool use_in_place) {
     uint64_t total = 0;
-    std::fill(placed.begin(), placed.end(), false);
+    for (size_t i = 0; i < all.size(); ++i) placed[i] = in_lent[i] != 0;
     std::vector<std::pair<uint64_t, uint64_t>> taken;  // [begin, end) of tensors in place
     if (use_in_place && in_place.base) {
       for (size_t i = 0; i < all.size(); ++i) {
         const Tensor& t = *all[i];
         const uint64_t n = region_size_of(t);
-        if (!n || t.dtype() == DataType::kString || !t.raw()) continue;
+        if (placed[i] || !n || t.dtype() == DataType::kString || !t.raw()) continue;
         const char* q = static_cast<const char*>(t.raw());
         if (q < in_place.base || q >= in_place.base + in_place.used) continue;
         const uint64_t b = static_cast<uint64_t>(q - in_place.base), e = b + n;
@@ -124,7 +140,7 @@ Result<PackedValues> pack_values(const NamedValues& values, const RegionSource& 
           q += 8 + len;
         }
       } else if (n && placed[k - 1]) {
-        // Already there: the run wrote it into this region.
+        // Already there: the run wrote it into this region, or it lies in a lent one.
       } else if (n && t->raw()) {
         std::memcpy(base + off, t->raw(), n);
       } else if (n) {
@@ -133,6 +149,7 @@ Result<PackedValues> pack_values(const NamedValues& values, const RegionSource& 
       }
       w.i32(static_cast<int32_t>(t->dtype()));
       w.i64s(t->shape());
+      w.u32(in_lent[k - 1]);
       w.u64(off);
       w.u64(n);
     }
@@ -143,7 +160,8 @@ Result<PackedValues> pack_values(const NamedValues& values, const RegionSource& 
 }
 
 Result<NamedValues> unpack_values(const std::string& descriptors, const std::shared_ptr<Buffer>& region,
-                                  uint64_t region_bytes, const char* what) {
+                                  uint64_t region_bytes, const char* what,
+                                  const std::vector<std::shared_ptr<Buffer>>& lent) {
   if (region_bytes && (!region || region->size() < region_bytes))
     return internal_error(std::string("the ") + what + " region received from the peer is missing or short");
   Reader r(descriptors);
@@ -153,7 +171,7 @@ Result<NamedValues> unpack_values(const std::string& descriptors, const std::sha
     uint8_t kind = r.u8();
     v.is_optional = r.u8() != 0;
     v.sequence_dtype = static_cast<DataType>(r.i32());
-    uint32_t count = r.count(24);
+    uint32_t count = r.count(28);
     if (!r.ok()) break;
     if (kind > static_cast<uint8_t>(Value::Kind::kSequence) || (kind == 0 && count != 0) ||
         (kind == static_cast<uint8_t>(Value::Kind::kTensor) && count != 1))
@@ -162,8 +180,13 @@ Result<NamedValues> unpack_values(const std::string& descriptors, const std::sha
     for (uint32_t i = 0; i < count; ++i) {
       DataType dtype = static_cast<DataType>(r.i32());
       Shape shape = r.i64s();
+      const uint32_t in = r.u32();
       uint64_t off = r.u64(), n = r.u64();
       if (!r.ok()) break;
+      if (in > lent.size() || (in && (!lent[in - 1] || !lent[in - 1]->data())))
+        return bad(what, name, "names a region that was not lent");
+      const std::shared_ptr<Buffer>& from = in ? lent[in - 1] : region;
+      const uint64_t from_bytes = in ? lent[in - 1]->size() : region_bytes;
       const bool is_string = dtype == DataType::kString;
       const uint64_t elem = is_string ? 8 : dtype_size(dtype);
       if (elem == 0) return bad(what, name, "unknown element type " + std::to_string(static_cast<int>(dtype)));
@@ -175,8 +198,9 @@ Result<NamedValues> unpack_values(const std::string& descriptors, const std::sha
       if (!checked_numel(shape, &numel) || !checked_nbytes(is_string ? DataType::kInt64 : dtype, shape, &want))
         return bad(what, name, "shape too large");
       if (is_string ? n < want : n != want) return bad(what, name, "size does not match its shape");
-      if (n && (off % kAlign || off > region_bytes || n > region_bytes - off))
+      if (n && (off % kAlign || off > from_bytes || n > from_bytes - off))
         return bad(what, name, "bytes lie outside the shared region");
+      if (is_string && in) return bad(what, name, "a string tensor in a lent region");
       Tensor t;
       if (is_string) {
         t = Tensor::host(dtype, shape);
@@ -192,7 +216,7 @@ Result<NamedValues> unpack_values(const std::string& descriptors, const std::sha
           left -= 8 + len;
         }
       } else if (n) {
-        t = Tensor(dtype, std::move(shape), region, off);  // a view: no copy
+        t = Tensor(dtype, std::move(shape), from, off);  // a view: no copy
       } else {
         t = Tensor::host(dtype, std::move(shape));  // no bytes to share
       }

@@ -11,6 +11,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "bulkhead/bulkhead.hpp"
 #include "isolate/shared_memory.h"
@@ -32,6 +33,16 @@ struct PackedValues {
 struct InPlace {
   const char* base = nullptr;
   uint64_t used = 0;
+};
+
+// Regions the receiver has mapped already, which the sender's tensors may view (another
+// session's outputs lent to the receiver, lending.h). pack_values describes a tensor
+// whose bytes lie wholly in one of them, at a 64-byte aligned offset, where it is — the
+// descriptor names the region by its index here plus one — instead of copying it. The
+// receiver passes its mappings of the same regions, in the same order, to unpack_values.
+struct LentSpan {
+  const char* base = nullptr;
+  uint64_t size = 0;
 };
 
 // Supplies pack_values with a writable mapping of at least `bytes` bytes (> 0).
@@ -57,11 +68,16 @@ using DeviceCopy = std::function<Status(const Tensor& src, const Tensor& dst)>;
 
 // Packs `values` into one region from `into` (asked once, only when some tensor has
 // bytes); `what` ("input", "output") names them in errors.
+// `copied_bytes` counts neither tensors in place nor those in `lent` regions.
 Result<PackedValues> pack_values(const NamedValues& values, const RegionSource& into, const char* what,
-                                 const DeviceCopy& copy = {}, const InPlace& in_place = {});
-// Rebuilds values from descriptors over `region` (null when region_bytes is 0), with no
-// copy of tensor bytes. Every offset, size, type and shape is checked against the region.
+                                 const DeviceCopy& copy = {}, const InPlace& in_place = {},
+                                 const std::vector<LentSpan>& lent = {});
+// Rebuilds values from descriptors over `region` (null when region_bytes is 0) and the
+// `lent` regions (the receiver's mappings of pack_values' LentSpans, in their order), with
+// no copy of tensor bytes. Every region index, offset, size, type and shape is checked
+// against the region it names.
 Result<NamedValues> unpack_values(const std::string& descriptors, const std::shared_ptr<Buffer>& region,
-                                  uint64_t region_bytes, const char* what);
+                                  uint64_t region_bytes, const char* what,
+                                  const std::vector<std::shared_ptr<Buffer>>& lent = {});
 
 }  // namespace bulkhead::isolate

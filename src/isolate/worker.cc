@@ -8,6 +8,7 @@
 #include <unistd.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <map>
@@ -122,26 +123,47 @@ class Worker {
         lent_[req.output_region] = survivors;
       }
     }
+    for (uint64_t uid : req.forget_lent) lent_in_.erase(uid);
+    // The message's descriptors: the input region's when it is new, then the lent ones'.
+    const size_t lent_fds =
+        static_cast<size_t>(std::count_if(req.lent.begin(), req.lent.end(), [](const LentInput& l) { return l.fd; }));
+    if (m.fds.size() < lent_fds || m.fds.size() > lent_fds + 1) return internal_error("the run's regions did not arrive");
+    const bool new_inputs = m.fds.size() == lent_fds + 1;
     std::shared_ptr<Buffer> region;
     if (req.region_bytes) {
       // The supervisor's reusable input region: mapped once, kept while it is current.
-      if (m.fds.size() == 1) {
+      if (new_inputs) {
         BH_ASSIGN_OR_RETURN(inputs_, shm_->map_readonly(std::move(m.fds[0]), req.region_bytes, "inputs"));
         inputs_id_ = req.region_id;
-      } else if (!m.fds.empty() || req.region_id == 0 || req.region_id != inputs_id_ || !inputs_) {
+      } else if (req.region_id == 0 || req.region_id != inputs_id_ || !inputs_) {
         return internal_error("the input region did not arrive");
       }
       if (inputs_->size() < req.region_bytes) return internal_error("the input region is smaller than its inputs");
       region = inputs_;
-    } else if (!m.fds.empty()) {
+    } else if (new_inputs) {
       return internal_error("an input region came with inputs that have no bytes");
+    }
+    // Regions lent to the run (another session's outputs for this one): mapped
+    // read-only the first time, kept until the supervisor forgets them.
+    std::vector<std::shared_ptr<Buffer>> lent;
+    size_t next_fd = new_inputs ? 1 : 0;
+    for (const LentInput& l : req.lent) {
+      if (l.fd) {
+        if (lent_in_.count(l.uid)) return internal_error("lent region " + std::to_string(l.uid) + " arrived twice");
+        BH_ASSIGN_OR_RETURN(lent_in_[l.uid], shm_->map_readonly(std::move(m.fds[next_fd++]), l.bytes, "lent region"));
+      }
+      auto it = lent_in_.find(l.uid);
+      if (it == lent_in_.end()) return internal_error("lent region " + std::to_string(l.uid) + " did not arrive");
+      if (it->second->size() < l.bytes) return internal_error("lent region " + std::to_string(l.uid) + " is short");
+      lent.push_back(it->second);
     }
     NamedValues outs;
     std::vector<NodeProfile> profile;
     {
       // Inputs are views of the supervisor's region: no copy.
-      BH_ASSIGN_OR_RETURN(NamedValues inputs, unpack_values(req.values, region, req.region_bytes, "input"));
+      BH_ASSIGN_OR_RETURN(NamedValues inputs, unpack_values(req.values, region, req.region_bytes, "input", lent));
       region.reset();
+      lent.clear();
       RunOptions ro;
       ro.outputs = req.outputs;
       ro.timeout_ms = req.timeout_ms;
@@ -211,6 +233,8 @@ class Worker {
   std::shared_ptr<SharedMemory> shm_ = SharedMemory::create("worker");
   std::shared_ptr<Buffer> inputs_;  // read-only mapping of the supervisor's input region
   uint64_t inputs_id_ = 0;
+  // Read-only mappings of regions lent to runs (lending.h), by uid, until forgotten.
+  std::map<uint64_t, std::shared_ptr<Buffer>> lent_in_;
   // Output regions (output_regions.h), by id, until the supervisor forgets them.
   std::map<uint64_t, std::shared_ptr<Buffer>> out_regions_;
   // The run each output region was last lent to (SurvivorRegion), by id: lent again only

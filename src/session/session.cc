@@ -401,6 +401,12 @@ Result<Session> Env::load_bytes(const std::string& bytes, const std::string& nam
 const std::vector<IoInfo>& Session::inputs() const { return impl_->inputs; }
 const std::vector<IoInfo>& Session::outputs() const { return impl_->outputs; }
 const SessionOptions& Session::options() const { return impl_->options; }
+Result<Tensor> Session::allocate_input(DataType dtype, Shape shape) const {
+  if (!impl_) return invalid_argument("allocate_input on an empty session");
+  if (impl_->remote) return Tensor::allocate(impl_->remote->input_allocator(), dtype, std::move(shape));
+  return Tensor::allocate(*HostAllocator::create("inputs"), dtype, std::move(shape));
+}
+
 int Session::worker_pid() const { return impl_ && impl_->remote ? impl_->remote->worker_pid() : -1; }
 
 Status Session::ensure_worker() const {
@@ -563,7 +569,10 @@ Result<NamedValues> run_session(const SessionImpl& s, const NamedValues& inputs,
       auto spent = std::chrono::duration_cast<std::chrono::milliseconds>(exec::RunLimits::Clock::now() - started).count();
       remote_timeout = std::max<int64_t>(1, timeout - spent);
     }
-    return s.remote->run(inputs, names, options.profile, remote_timeout);
+    // A pipeline's next isolated session: the outputs go into regions lent to it.
+    const SessionImpl* next = options.outputs_for ? SessionAccess::impl(*options.outputs_for) : nullptr;
+    const uint64_t outputs_for = next && next->remote ? next->remote->lend_id() : 0;
+    return s.remote->run(inputs, names, options.profile, remote_timeout, outputs_for);
   }
 
   exec::RunLimits limits;

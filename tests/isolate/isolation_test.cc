@@ -11,6 +11,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <thread>
@@ -734,6 +735,174 @@ g (string[3] s) => (string[3] t) { t = StringNormalizer <case_change_action = "U
   ASSERT_EQ(prof.size(), 4u);  // the node, then the hand-off's three entries
   EXPECT_EQ(prof[0].op_type, "StringNormalizer");
   for (size_t i = 1; i < prof.size(); ++i) EXPECT_EQ(prof[i].op_type, "(isolation)");
+}
+
+// The hand-off's "inputs copied in" entry of a profiled run: the MiB copied.
+std::string inputs_copied(const Session& s, const NamedTensors& in, NamedTensors* out, const RunOptions& base = {}) {
+  std::vector<NodeProfile> prof;
+  RunOptions ro = base;
+  ro.profile = &prof;
+  auto r = s.run(in, ro);
+  EXPECT_TRUE(r.is_ok()) << r.status().to_string();
+  if (r.is_ok() && out) *out = *r;
+  for (auto& p : prof)
+    if (p.node == "inputs copied in") return p.shapes;
+  return std::string("none");
+}
+
+TEST_F(Isolation, PipelineOutputsReachTheNextWorkerWithoutACopy) {
+  // F -> G, both in worker processes: F's run names G (RunOptions::outputs_for), so its
+  // outputs are written into shared memory lent to G's worker and G copies nothing in.
+  // Outputs not meant for G, or passed to a session they were not meant for, are copied.
+  std::string f_bytes = model_text_bytes(R"(<ir_version: 8, opset_import: ["" : 17]>
+g (float[N, M] x, float[N, M] z) => (float[N, M] y, float[N, M] d) {
+  t = Transpose<perm = [1, 0]>(x)
+  y = Transpose<perm = [1, 0]>(t)
+  d = Sub(x, z)
+})");
+  std::string g_bytes = model_text_bytes(R"(<ir_version: 8, opset_import: ["" : 17]>
+g (float[N, M] y, float[N, M] d) => (float[N, M] s) { s = Mul(y, d) })");
+  auto f = env_.load_bytes(f_bytes, "f", process_options());
+  auto g = env_.load_bytes(g_bytes, "g", process_options());
+  auto h = env_.load_bytes(g_bytes, "h", process_options());
+  auto lf = env_.load_bytes(f_bytes, "f", in_process_options());
+  auto lg = env_.load_bytes(g_bytes, "g", in_process_options());
+  ASSERT_TRUE(f.is_ok() && g.is_ok() && h.is_ok() && lf.is_ok() && lg.is_ok()) << f.status().to_string();
+  auto inputs = [](uint32_t seed) {
+    return NamedTensors{{"x", random_tensor({512, 256}, seed)}, {"z", random_tensor({512, 256}, seed + 50)}};
+  };
+  auto expected = [&](uint32_t seed) {
+    auto mid = lf->run(inputs(seed));
+    EXPECT_TRUE(mid.is_ok());
+    auto out = lg->run(*mid);
+    EXPECT_TRUE(out.is_ok());
+    return *out;
+  };
+  RunOptions for_g;
+  for_g.outputs_for = &*g;
+  NamedTensors out;
+  for (uint32_t seed = 1; seed < 5; ++seed) {
+    auto mid = f->run(inputs(seed), for_g);
+    ASSERT_TRUE(mid.is_ok()) << mid.status().to_string();
+    EXPECT_EQ(inputs_copied(*g, *mid, &out), "0.00 MiB") << "run " << seed;
+    expect_same(expected(seed), out);
+  }
+  // Meant for G, passed to H: copied. Not meant for anyone: copied.
+  auto mid = f->run(inputs(7), for_g);
+  ASSERT_TRUE(mid.is_ok());
+  EXPECT_EQ(inputs_copied(*h, *mid, &out), "1.00 MiB");
+  expect_same(expected(7), out);
+  auto plain = f->run(inputs(8));
+  ASSERT_TRUE(plain.is_ok());
+  EXPECT_EQ(inputs_copied(*g, *plain, &out), "1.00 MiB");
+  expect_same(expected(8), out);
+
+  // F's outputs held while F runs for G again: the next run goes into another region,
+  // and both reach G unchanged; so do they after F's and G's workers are replaced.
+  auto second = f->run(inputs(9), for_g);
+  ASSERT_TRUE(second.is_ok());
+  EXPECT_NE((*second)[0].second.raw(), (*mid)[0].second.raw());
+  EXPECT_EQ(inputs_copied(*g, *mid, &out), "0.00 MiB");
+  expect_same(expected(7), out);
+  EXPECT_EQ(inputs_copied(*g, *second, &out), "0.00 MiB");
+  expect_same(expected(9), out);
+  for (const Session* s : {&*f, &*g}) {
+    const int pid = s->worker_pid();
+    ASSERT_EQ(kill(pid, SIGKILL), 0);
+    wait_until_dead(pid);
+  }
+  EXPECT_EQ(inputs_copied(*g, *mid, &out), "0.00 MiB");  // the old worker's region, lent to the new G worker
+  expect_same(expected(7), out);
+  auto after = f->run(inputs(10), for_g);
+  ASSERT_TRUE(after.is_ok()) << after.status().to_string();
+  EXPECT_EQ(inputs_copied(*g, *after, &out), "0.00 MiB");
+  expect_same(expected(10), out);
+
+  // In-process on either side: outputs_for changes nothing.
+  auto local_mid = lf->run(inputs(11), for_g);
+  ASSERT_TRUE(local_mid.is_ok());
+  EXPECT_EQ(inputs_copied(*g, *local_mid, &out), "1.00 MiB");
+  expect_same(expected(11), out);
+  RunOptions for_local;
+  for_local.outputs_for = &*lg;
+  auto to_local = f->run(inputs(12), for_local);
+  ASSERT_TRUE(to_local.is_ok());
+  auto got = lg->run(*to_local);
+  ASSERT_TRUE(got.is_ok());
+  expect_same(expected(12), *got);
+}
+
+TEST_F(Isolation, InputsAllocatedForTheSessionAreReadWhereTheyAre) {
+  // Session::allocate_input: the caller fills shared memory the worker reads in place.
+  std::string bytes = model_text_bytes(R"(<ir_version: 8, opset_import: ["" : 17]>
+g (float[N, M] x, float[N, M] z) => (float[N, M] y, float[N, M] d) { y = Add(x, z) d = Sub(x, z) })");
+  auto remote = env_.load_bytes(bytes, "add", process_options());
+  auto other = env_.load_bytes(bytes, "add", process_options());
+  auto local = env_.load_bytes(bytes, "add", in_process_options());
+  ASSERT_TRUE(remote.is_ok() && other.is_ok() && local.is_ok()) << remote.status().to_string();
+  auto fill = [](const Session& s, uint32_t seed) {
+    Tensor src = random_tensor({256, 1024}, seed);
+    auto t = s.allocate_input(DataType::kFloat32, {256, 1024});
+    EXPECT_TRUE(t.is_ok()) << t.status().to_string();
+    std::memcpy(t->raw(), src.raw(), src.nbytes());
+    return *t;
+  };
+  NamedTensors in = {{"x", fill(*remote, 1)}, {"z", fill(*remote, 2)}}, out;
+  EXPECT_EQ(inputs_copied(*remote, in, &out), "0.00 MiB");
+  auto want = local->run(in);
+  ASSERT_TRUE(want.is_ok());
+  expect_same(*want, out);
+  // Rewritten between runs: the next run reads the new values.
+  Tensor next = random_tensor({256, 1024}, 3);
+  std::memcpy(in[0].second.raw(), next.raw(), next.nbytes());
+  EXPECT_EQ(inputs_copied(*remote, in, &out), "0.00 MiB");
+  want = local->run(in);
+  ASSERT_TRUE(want.is_ok());
+  expect_same(*want, out);
+  // Passed to another session: copied, like any tensor. Mixed with an ordinary tensor:
+  // that one is copied.
+  EXPECT_EQ(inputs_copied(*other, in, &out), "2.00 MiB");
+  expect_same(*want, out);
+  NamedTensors mixed = {{"x", in[0].second}, {"z", random_tensor({256, 1024}, 4)}};
+  EXPECT_EQ(inputs_copied(*remote, mixed, &out), "1.00 MiB");
+  want = local->run(mixed);
+  ASSERT_TRUE(want.is_ok());
+  expect_same(*want, out);
+
+  // More regions than the worker keeps mapped (4), used in turn: each run still right.
+  std::vector<Tensor> many;
+  for (uint32_t i = 0; i < 7; ++i) many.push_back(fill(*remote, 10 + i));
+  for (int pass = 0; pass < 2; ++pass)
+    for (size_t i = 0; i + 1 < many.size(); ++i) {
+      NamedTensors pair = {{"x", many[i]}, {"z", many[i + 1]}};
+      EXPECT_EQ(inputs_copied(*remote, pair, &out), "0.00 MiB");
+      want = local->run(pair);
+      ASSERT_TRUE(want.is_ok());
+      expect_same(*want, out);
+    }
+  // A fresh worker maps them again.
+  const int pid = remote->worker_pid();
+  ASSERT_EQ(kill(pid, SIGKILL), 0);
+  wait_until_dead(pid);
+  EXPECT_EQ(inputs_copied(*remote, in, &out), "0.00 MiB");
+  want = local->run(in);
+  ASSERT_TRUE(want.is_ok());
+  expect_same(*want, out);
+
+  // In-process: an ordinary host tensor. Bad shapes and types: one line each.
+  auto host = local->allocate_input(DataType::kFloat32, {2, 3});
+  ASSERT_TRUE(host.is_ok());
+  EXPECT_EQ(host->nbytes(), 24u);
+  for (const Session* s : {&*remote, &*local}) {
+    auto neg = s->allocate_input(DataType::kFloat32, {2, -3});
+    ASSERT_FALSE(neg.is_ok());
+    EXPECT_EQ(neg.status().message().find('\n'), std::string::npos);
+    EXPECT_FALSE(s->allocate_input(DataType::kUndefined, {2}).is_ok());
+  }
+  auto huge = remote->allocate_input(DataType::kFloat32, {int64_t{1} << 40});
+  ASSERT_FALSE(huge.is_ok());
+  EXPECT_NE(huge.status().message().find("exceeds this machine's memory"), std::string::npos) << huge.status().message();
+  EXPECT_FALSE(Session().allocate_input(DataType::kFloat32, {2}).is_ok());
 }
 
 TEST_F(Isolation, ProfileSaysWhatTheHandOffCost) {

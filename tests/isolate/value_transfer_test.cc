@@ -11,6 +11,7 @@
 #include "isolate/wire.h"
 #include "support/test_util.h"
 
+#include <sys/mman.h>
 #include <sys/socket.h>
 
 #include <algorithm>
@@ -179,6 +180,7 @@ TEST(ValueTransfer, DescriptorsOutsideTheRegionAreRejected) {
     w.u32(1);
     w.i32(dtype);
     w.i64s(shape);
+    w.u32(0);  // in the message's own region
     w.u64(off);
     w.u64(n);
     return w.take();
@@ -203,6 +205,65 @@ TEST(ValueTransfer, DescriptorsOutsideTheRegionAreRejected) {
   std::string good = descriptor(1, {16}, 0, 64);
   for (size_t cut = 0; cut < good.size(); ++cut)
     EXPECT_FALSE(isolate::unpack_values(good.substr(0, cut), *region, size, "output").is_ok()) << cut;
+}
+
+TEST(ValueTransfer, TensorsInALentRegionAreDescribedWhereTheyAre) {
+  // A tensor wholly inside a region the receiver maps (lent) is not copied; one that
+  // only starts there, or sits misaligned, is.
+  auto shm = SharedMemory::create("test");
+  auto lent = shm->allocate(8192);
+  ASSERT_TRUE(lent.is_ok());
+  Tensor src = random_tensor({16}, 1);
+  std::memcpy(static_cast<char*>((*lent)->data()) + 128, src.raw(), src.nbytes());
+  Tensor inside(DataType::kFloat32, {16}, *lent, 128);
+  Tensor straddling(DataType::kFloat32, {16}, *lent, 8192 - 32);
+  Tensor misaligned(DataType::kFloat32, {4}, *lent, 132);
+  Tensor elsewhere = random_tensor({8}, 2);
+  NamedValues in = {{"a", Value(inside)}, {"b", Value(elsewhere)}, {"c", Value(misaligned)}};
+  std::vector<isolate::LentSpan> spans = {{static_cast<const char*>((*lent)->data()), 8192}};
+  auto p = isolate::pack_values(in, fresh(*shm), "input", {}, {}, spans);
+  ASSERT_TRUE(p.is_ok()) << p.status().to_string();
+  EXPECT_EQ(p->copied_bytes, 8 * 4 + 4 * 4u);
+  // The receiver's own read-only mapping of the lent region, in the same order.
+  auto theirs = shm->map_readonly(isolate::UniqueFd(dup(SharedMemory::fd_of(**lent))), 8192, "lent");
+  ASSERT_TRUE(theirs.is_ok());
+  std::shared_ptr<Buffer> region;
+  if (p->region_bytes) {
+    auto r = shm->map_readonly(isolate::UniqueFd(dup(SharedMemory::fd_of(*p->region))), p->region_bytes, "test");
+    ASSERT_TRUE(r.is_ok());
+    region = *r;
+  }
+  auto out = isolate::unpack_values(p->descriptors, region, p->region_bytes, "input", {*theirs});
+  ASSERT_TRUE(out.is_ok()) << out.status().to_string();
+  EXPECT_EQ((*out)[0].second.tensor.buffer(), *theirs);
+  EXPECT_EQ((*out)[0].second.tensor.offset(), 128u);
+  for (size_t i = 0; i < in.size(); ++i) EXPECT_TRUE(bitwise_equal(in[i].second.tensor, (*out)[i].second.tensor)) << i;
+  // Without the lent mapping the descriptors name a region that was not lent.
+  auto missing = isolate::unpack_values(p->descriptors, region, p->region_bytes, "input");
+  ASSERT_FALSE(missing.is_ok());
+  EXPECT_NE(missing.status().message().find("not lent"), std::string::npos) << missing.status().message();
+  // Too short a lent mapping: the tensor lies outside it.
+  auto small = std::make_shared<Buffer>(nullptr, Domain::host(), (*theirs)->data(), 160);
+  EXPECT_FALSE(isolate::unpack_values(p->descriptors, region, p->region_bytes, "input", {small}).is_ok());
+  NamedValues cross = {{"s", Value(straddling)}};
+  auto q = isolate::pack_values(cross, fresh(*shm), "input", {}, {}, spans);
+  ASSERT_TRUE(q.is_ok());
+  EXPECT_EQ(q->copied_bytes, 64u);
+}
+
+TEST(ValueTransfer, AReadOnlyReopenedRegionCannotBeMappedWritable) {
+  auto shm = SharedMemory::create("test");
+  auto region = shm->allocate(4096);
+  ASSERT_TRUE(region.is_ok());
+  auto ro = SharedMemory::reopen_readonly(SharedMemory::fd_of(**region));
+  ASSERT_TRUE(ro.is_ok()) << ro.status().to_string();
+  void* w = mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, ro->get(), 0);
+  EXPECT_EQ(w, MAP_FAILED);
+  if (w != MAP_FAILED) munmap(w, 4096);
+  static_cast<char*>((*region)->data())[5] = 42;
+  auto mapped = shm->map_readonly(std::move(ro).value(), 4096, "lent");
+  ASSERT_TRUE(mapped.is_ok()) << mapped.status().to_string();
+  EXPECT_EQ(static_cast<const char*>((*mapped)->data())[5], 42);
 }
 
 TEST(ValueTransfer, UnsealedRegionsAreRefused) {
