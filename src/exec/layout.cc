@@ -1,4 +1,5 @@
 #include "exec/layout.h"
+#include "exec/fused_ops.h"
 #include "exec/outer_refs.h"
 #include "backend/conv_attrs.h"
 
@@ -512,10 +513,88 @@ class Bf16Marker {
   bool input_defaults_constant_;
 };
 
+// An element-wise chain whose end only a ToBlocked16 reads — a split model's back part
+// applying the activation that, in the whole model, its front part's Conv had fused —
+// runs inside the conversion (its `_post_ops`): one pass over the tensor instead of one
+// per op and one to convert. Returns the nodes folded.
+int fold_chains_into_conversions(Graph& g, bool input_defaults_constant) {
+  std::unordered_map<std::string, size_t> producer;
+  std::unordered_map<std::string, int> readers;
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    for (const auto& in : g.nodes[i].inputs)
+      if (!in.empty()) ++readers[in];
+    for (const auto& out : g.nodes[i].outputs)
+      if (!out.empty()) producer[out] = i;
+  }
+  std::unordered_set<std::string> outer;
+  for (const auto& o : g.outputs) outer.insert(o.name);
+  collect_outer_refs(g, outer);
+  std::unordered_set<std::string> inputs;
+  for (const auto& in : g.inputs) inputs.insert(in.name);
+  ConstantLookup constant = [&](const std::string& v) -> const Tensor* {
+    if (!input_defaults_constant && inputs.count(v)) return nullptr;  // an overridable default
+    auto it = g.initializers.find(v);
+    return it == g.initializers.end() ? nullptr : &it->second;
+  };
+  auto float32 = [&](const std::string& v) {
+    const ir::ValueInfo* vi = g.info(v);
+    return vi && vi->type == ir::ValueType::kTensor && vi->dtype == DataType::kFloat32;
+  };
+  std::vector<bool> dead(g.nodes.size(), false);
+  int folded = 0;
+  for (Node& t : g.nodes) {
+    if (t.domain != kLayoutDomain || t.op_type != "ToBlocked16" || t.inputs.size() != 1 || t.has_attr("_post_ops"))
+      continue;
+    std::vector<std::string> ops;
+    std::vector<float> args;
+    std::string x = t.inputs[0];
+    for (;;) {
+      auto p = producer.find(x);
+      if (p == producer.end() || outer.count(x) || readers[x] != 1) break;
+      const Node& n = g.nodes[p->second];
+      if (!n.domain.empty() || n.outputs.size() != 1 || n.inputs.empty()) break;
+      // The activation: the input that is not a constant (an element-wise op of a
+      // constant and a value keeps the value's shape, which unary_fused_op ensures).
+      std::string act;
+      for (const auto& in : n.inputs)
+        if (!in.empty() && !constant(in)) {
+          act = in;
+          break;
+        }
+      if (act.empty() || !float32(act)) break;
+      auto op = unary_fused_op(n, act, 4, constant);
+      if (!op) break;
+      add_fused_op(ops, args, *op, /*prepend=*/true);
+      dead[p->second] = true;
+      ++folded;
+      x = act;
+    }
+    if (ops.empty()) continue;
+    t.inputs[0] = x;
+    ir::Attribute a;
+    a.type = AttrType::kStrings;
+    a.strings = ops;
+    t.attrs["_post_ops"] = a;
+    ir::Attribute f;
+    f.type = AttrType::kFloats;
+    f.floats = args;
+    t.attrs["_post_args"] = f;
+  }
+  if (folded) {
+    std::vector<Node> kept;
+    kept.reserve(g.nodes.size());
+    for (size_t i = 0; i < g.nodes.size(); ++i)
+      if (!dead[i]) kept.push_back(std::move(g.nodes[i]));
+    g.nodes = std::move(kept);
+  }
+  return folded;
+}
+
 }  // namespace
 
 Result<LayoutStats> block_channels(ir::Graph& g, const LayoutOptions& options) {
   BH_ASSIGN_OR_RETURN(LayoutStats stats, Planner(g, options.input_defaults_constant).run());
+  stats.folded_nodes = fold_chains_into_conversions(g, options.input_defaults_constant);
   if (options.bf16) Bf16Marker(g, options.input_defaults_constant).run(stats);
   const LayoutStats nhwc = nhwc_int8_chains(g, options.input_defaults_constant);
   stats.nhwc_nodes = nhwc.nhwc_nodes;

@@ -26,7 +26,12 @@
 //     blocked and a reader takes its output blocked (a plain reader would otherwise get
 //     the larger output converted instead of the input);
 // Conversions are internal nodes of domain "bulkhead": ToBlocked16 (NCHW -> nChw16c) and
-// FromBlocked16 (attribute `channels`: C). A plain value that two or more Convs read as X (a graph
+// FromBlocked16 (attribute `channels`: C). A chain of element-wise ops that only a
+// ToBlocked16 reads (what fused_ops.h recognises: activations, Clip, Mul/Add/Sub by a
+// one-element constant), each value of it read once and by no graph output or subgraph,
+// is folded into that ToBlocked16 as its `_post_ops` / `_post_args` (as a Conv's, without
+// "sum"), which it applies to each converted block: the back part of a split model,
+// which applies to its inputs the activation that the whole model fused into a Conv. A plain value that two or more Convs read as X (a graph
 // input of 16 or more channels, or what a node writes plain) is converted once, right
 // after it is made, and the Convs read it blocked. A blocked value's plain name is still produced
 // (by FromBlocked16) when a graph output, a subgraph or an other node reads it; a graph
@@ -60,6 +65,7 @@ struct LayoutStats {
   int blocked_nodes = 0;   // nodes that run on blocked tensors
   int nhwc_nodes = 0;      // nodes that run channels-last (int8 chains, below)
   int conversions = 0;     // ToBlocked16 / FromBlocked16 / ToNhwc / FromNhwc nodes inserted
+  int folded_nodes = 0;    // element-wise nodes folded into a ToBlocked16 (below)
   int bf16_nodes = 0;      // nodes computing in bfloat16 (LayoutOptions::bf16)
   int bf16_values = 0;     // blocked values stored as bfloat16
 };

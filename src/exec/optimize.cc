@@ -1,4 +1,6 @@
 #include "exec/optimize.h"
+
+#include "exec/fused_ops.h"
 #include "exec/outer_refs.h"
 
 #include <algorithm>
@@ -103,10 +105,10 @@ class Optimizer {
   }
 
   bool scalar_f32(const std::string& name, int max_rank, float* v) const {
-    const Tensor* t = constant(name);
-    if (!t || t->dtype() != DataType::kFloat32 || t->numel() != 1 || t->rank() > max_rank || !t->on_host()) return false;
-    *v = t->data<float>()[0];
-    return true;
+    return exec::scalar_f32(lookup(), name, max_rank, v);
+  }
+  ConstantLookup lookup() const {
+    return [this](const std::string& v) { return constant(v); };
   }
 
   // A float32 constant that broadcasts along the channel axis (1) of a rank-`rank` [N, M, ...]
@@ -299,18 +301,7 @@ class Optimizer {
   }
 
   // Clip bounds of node `n`, when constant.
-  bool clip_bounds(const Node& n, float* lo, float* hi) const {
-    *lo = -std::numeric_limits<float>::infinity();
-    *hi = std::numeric_limits<float>::infinity();
-    if (n.opset < 11) {
-      *lo = n.attr_float("min", *lo);
-      *hi = n.attr_float("max", *hi);
-      return n.inputs.size() == 1;
-    }
-    if (n.inputs.size() > 1 && !n.inputs[1].empty() && !scalar_f32(n.inputs[1], 0, lo)) return false;
-    if (n.inputs.size() > 2 && !n.inputs[2].empty() && !scalar_f32(n.inputs[2], 0, hi)) return false;
-    return n.inputs.size() <= 3;
-  }
+  bool clip_bounds(const Node& n, float* lo, float* hi) const { return exec::clip_bounds(n, lookup(), lo, hi); }
 
   bool is(const Node& n, const char* op, size_t nin) const {
     return n.op_type == op && n.domain.empty() && n.inputs.size() == nin && n.outputs.size() >= 1 && only_first_output(n);
@@ -495,52 +486,8 @@ class Optimizer {
       }
 
       // Post-ops.
-      if (n.inputs[0] == cur && n.inputs.size() == 1) {
-        if (n.op_type == "Relu") {
-          push("relu", 0, 0);
-        } else if (n.op_type == "LeakyRelu") {
-          push("leaky_relu", n.attr_float("alpha", 0.01f), 0);
-        } else if (n.op_type == "HardSigmoid") {
-          push("hardsigmoid", n.attr_float("alpha", 0.2f), n.attr_float("beta", 0.5f));
-        } else if (n.op_type == "HardSwish") {
-          push("hardswish", 0, 0);
-        } else if (n.op_type == "Sigmoid") {
-          push("sigmoid", 0, 0);
-        } else if (n.op_type == "Clip") {
-          float lo, hi;
-          if (!clip_bounds(n, &lo, &hi)) break;
-          push("clip", lo, hi);
-        } else {
-          break;
-        }
-        take({*nx}, out);
-        continue;
-      }
-      if (n.op_type == "Clip" && n.inputs[0] == cur) {
-        float lo, hi;
-        if (!clip_bounds(n, &lo, &hi)) break;
-        push("clip", lo, hi);
-        take({*nx}, out);
-        continue;
-      }
-      float s;
-      if ((n.op_type == "Mul" || n.op_type == "Add" || (n.op_type == "Sub" && n.inputs[0] == cur)) && !other.empty() &&
-          scalar_f32(other, rank, &s)) {
-        if (n.op_type == "Sub") s = -s;
-        bool mul = n.op_type == "Mul";
-        if (!ops.empty() && ops.back() == "linear") {
-          // Extend the previous linear op.
-          float& a = args[args.size() - 2];
-          float& b = args.back();
-          if (mul) {
-            a *= s;
-            b *= s;
-          } else {
-            b += s;
-          }
-        } else {
-          push("linear", mul ? s : 1.f, mul ? 0.f : s);
-        }
+      if (auto op = unary_fused_op(n, cur, rank, lookup())) {
+        add_fused_op(ops, args, *op);
         take({*nx}, out);
         continue;
       }

@@ -251,6 +251,50 @@ TEST(Layout, APlainValueThatSeveralConvsReadIsConvertedOnce) {
   EXPECT_EQ(o.ops["ToBlocked16"], 2);  // u and cat
 }
 
+TEST(Layout, AnElementWiseChainThatOnlyAConversionReadsRunsInsideIt) {
+  // A split model's back part: its input goes through the activation that the whole
+  // model had fused into a Conv (HardSwish, then a scale and shift), and two Convs read
+  // the result, so it is converted to nChw16c once. The chain runs inside that
+  // ToBlocked16 — for whole and partial channel blocks (32 and 24 channels) — and gives
+  // level 1's outputs. A chain whose values something else reads (a graph output, a
+  // second reader) stays as it is.
+  for (int64_t C : {32, 24}) {
+    const std::string c = std::to_string(C);
+    std::string text = "<ir_version: 8, opset_import: [\"\" : 17]>\n"
+                       "g (float[1," + c + ",8,8] u, float[1," + c + ",8,8] v) => (float[1,16,8,8] y, float[1," + c +
+                       ",8,8] lv)\n<" +
+                       conv_weights("wa", 16, C, 3, 51) + ", " + conv_weights("wb", 16, C, 1, 52) + ", " +
+                       conv_weights("wc", 16, C, 3, 53) + ", " + conv_weights("wd", 16, C, 1, 54) +
+                       ", float[1] k = {0.75}, float k2 = {0.25}, float lo = {-1.5}, float hi = {2.5}>\n{\n"
+                       "  h = HardSwish(u)\n"
+                       "  m = Mul(k, h)\n"
+                       "  s = Sub(m, k2)\n"
+                       "  r = Clip(s, lo, hi)\n"
+                       "  a = Conv <pads = [1, 1, 1, 1]> (r, wa, wa_b)\n"
+                       "  b = Conv (r, wb, wb_b)\n"
+                       "  lv = LeakyRelu <alpha = 0.1> (v)\n"
+                       "  q = Relu(lv)\n"
+                       "  cc = Conv <pads = [1, 1, 1, 1]> (q, wc, wc_b)\n"
+                       "  d = Conv (q, wd, wd_b)\n"
+                       "  s1 = Add(a, b)\n"
+                       "  s2 = Add(cc, d)\n"
+                       "  y = Add(s1, s2)\n"
+                       "}";
+    auto wide = [](Tensor t) {  // [-5, 5]: past HardSwish's and the Clip's bends
+      for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] *= 5.f;
+      return t;
+    };
+    Outcome o = check_same(text, {{"u", wide(random_tensor({1, C, 8, 8}, 55))}, {"v", wide(random_tensor({1, C, 8, 8}, 56))}});
+    EXPECT_EQ(o.ops["ToBlocked16"], 2) << C;
+    EXPECT_EQ(o.ops["HardSwish"], 0) << C;
+    EXPECT_EQ(o.ops["Mul"], 0) << C;
+    EXPECT_EQ(o.ops["Sub"], 0) << C;
+    EXPECT_EQ(o.ops["Clip"], 0) << C;
+    EXPECT_EQ(o.ops["Relu"], 0) << C;       // folded: lv is read only by it ...
+    EXPECT_EQ(o.ops["LeakyRelu"], 1) << C;  // ... but lv is a graph output: stays
+  }
+}
+
 TEST(Layout, NearestResizeBetweenBlockedValuesRunsBlocked) {
   // A feature pyramid's top-down step: c1 upsampled 2x (asymmetric, floor) and added to a
   // lateral Conv, the sum upsampled by 1.5 (half_pixel, round_prefer_ceil) into a Conv:

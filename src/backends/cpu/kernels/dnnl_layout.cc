@@ -6,6 +6,10 @@
 // FromBlocked16 also takes a bfloat16 X (the end of a bf16 chain, SessionOptions::precision)
 // and converts it to float32 in the same reorder. Padded channels are written as zeros. Both run as oneDNN reorders,
 // cached per shape, except float32 with a partial last block (block_to_plain, plain_to_block).
+// ToBlocked16 may carry fused element-wise post-ops (`_post_ops` / `_post_args`, as a
+// Conv's but without "sum": the chain the layout pass folded into it, exec/layout.h):
+// applied to each channel block, padding included (it stays finite), right after that
+// block is converted, by the same transposing path.
 #include <oneapi/dnnl/dnnl.hpp>
 
 #if defined(__AVX2__)
@@ -21,6 +25,7 @@
 #include "backends/cpu/cpu_kernels.h"
 #include "backends/cpu/cpu_util.h"
 #include "backends/cpu/kernels/dnnl_common.h"
+#include "backends/cpu/kernels/post_ops.h"
 
 namespace bulkhead::cpu {
 namespace {
@@ -92,8 +97,8 @@ void plain_to_block(const float* p, float* b, int64_t C, int64_t S, int64_t cb) 
 
 class BlockedReorderKernel final : public Kernel {
  public:
-  BlockedReorderKernel(bool to_blocked, int64_t channels, dnnl::engine eng)
-      : to_blocked_(to_blocked), channels_(channels), eng_(std::move(eng)) {}
+  BlockedReorderKernel(bool to_blocked, int64_t channels, std::vector<PostOp> ops, dnnl::engine eng)
+      : to_blocked_(to_blocked), channels_(channels), ops_(std::move(ops)), eng_(std::move(eng)) {}
 
   Status compute(KernelContext& ctx) const override {
     const std::string where = ctx.where();
@@ -118,17 +123,19 @@ class BlockedReorderKernel final : public Kernel {
     }
     BH_ASSIGN_OR_RETURN(Tensor y, ctx.allocate_output(0, DataType::kFloat32, yshape));
     if (y.numel() == 0) return Status::ok();
-    if (!xbf && logical[1] % kBlock != 0) {
+    if (!xbf && (logical[1] % kBlock != 0 || !ops_.empty())) {
       const int64_t N = logical[0], C = logical[1], S = logical[2] * logical[3], CB = blocks_of(C);
       const float* xp = x->data<float>();
       float* yp = y.data<float>();
       parallel_for(ctx.threads(), N * CB, 1, [&](int64_t b0, int64_t e0) {
         for (int64_t i = b0; i < e0; ++i) {
           const int64_t n = i / CB, cb = i % CB;
-          if (to_blocked_)
+          if (to_blocked_) {
             plain_to_block(xp + n * C * S, yp + i * S * kBlock, C, S, cb);
-          else
+            if (!ops_.empty()) apply_post_ops<float>(ops_.data(), ops_.size(), yp + i * S * kBlock, nullptr, S * kBlock);
+          } else {
             block_to_plain(xp + i * S * kBlock, yp + n * C * S, C, S, cb);
+          }
         }
       });
       return Status::ok();
@@ -165,6 +172,7 @@ class BlockedReorderKernel final : public Kernel {
 
   bool to_blocked_;
   int64_t channels_;
+  std::vector<PostOp> ops_;  // ToBlocked16's fused element-wise ops
   dnnl::engine eng_;
   mutable std::mutex mu_;
   mutable std::map<std::pair<Dims, int>, std::shared_ptr<const Reorder>> cache_;
@@ -225,9 +233,16 @@ Result<std::unique_ptr<Kernel>> make_blocked_reorder(const KernelInfo& info, boo
   int64_t channels = info.node.attr_int("channels", -1);
   if (!to_blocked && channels <= 0)
     return invalid_argument(info.where() + "attribute channels must be positive, got " + std::to_string(channels));
+  std::vector<PostOp> ops;
+  if (info.node.has_attr("_post_ops")) {
+    if (!to_blocked) return invalid_argument(info.where() + "FromBlocked16 takes no fused post-ops");
+    BH_ASSIGN_OR_RETURN(ops, parse_post_ops(info.node, info.where()));
+    for (const PostOp& p : ops)
+      if (p.kind == PostKind::kSum) return invalid_argument(info.where() + "ToBlocked16 takes no fused sum");
+  }
   try {
-    return std::unique_ptr<Kernel>(
-        std::make_unique<BlockedReorderKernel>(to_blocked, channels, dnnl::engine(dnnl::engine::kind::cpu, 0)));
+    return std::unique_ptr<Kernel>(std::make_unique<BlockedReorderKernel>(to_blocked, channels, std::move(ops),
+                                                                         dnnl::engine(dnnl::engine::kind::cpu, 0)));
   } catch (const dnnl::error& e) {
     return internal_error(info.where() + "cannot create a oneDNN CPU engine: " + e.what());
   }
