@@ -135,10 +135,14 @@ struct RunOptions {
   // Pipelines of process-isolated sessions (F -> G): the session this run's outputs will
   // be passed to. When both run in worker processes, the outputs are written into shared
   // memory that `outputs_for`'s worker keeps mapped read-only, so `outputs_for->run()` on
-  // them copies nothing into its worker (without this, it copies them). Every output of
-  // this run, and of later runs naming the same session, becomes readable by that worker:
-  // name it only when it may see them. Ignored when either session runs in-process or
-  // when the outputs go elsewhere (they are then copied as usual). Borrowed for the call.
+  // them copies nothing into its worker (without this, it copies them). Every output of this run, and of later runs naming the
+  // same session, becomes readable by that worker: name it only when it may see them.
+  // The trade: F's worker keeps that memory mapped writable (it writes it only in a run
+  // that names G and only where no Tensor of an earlier such run still views it), so a
+  // fault in F's process that writes stray memory while G runs could change G's inputs
+  // during G's run; the default copy is taken before G's run starts, out of F's reach.
+  // Ignored when either session runs in-process, and outputs passed to another session
+  // are copied as usual. Borrowed for the call.
   const class Session* outputs_for = nullptr;
 };
 

@@ -14,6 +14,14 @@
 // (output_regions.h offers such regions only to runs whose outputs are for it). The
 // worker gets a read-only descriptor: it cannot write what the caller holds.
 //
+// What lending gives up: a copy into the receiver's input region is taken before its run
+// and only the supervisor writes there, so nothing another worker does can change a run's
+// inputs while it runs. A pipeline's region stays mapped writable in the worker that
+// writes it (output_regions.h: it writes a region only in a run offered it), so a fault
+// in that process writing stray memory during the receiver's run could reach them. That
+// is why a pipeline's hand-off is lent only when the caller asks (RunOptions::outputs_for);
+// caller-written inputs (InputRegions) give nothing up: only the caller writes them.
+//
 // Thread-safety: lendable() may be called from any thread.
 #pragma once
 
