@@ -5,6 +5,8 @@
 //      - inputs: `Shape(x)` of a float32 x of 1, 4, 16 and 64 MiB — the model never
 //        touches x's bytes, so in a worker the extra time is the copy of x into shared
 //        memory and the request;
+//      - inputs the caller wrote into Session::allocate_input: the same, and the worker
+//        reads x where it is, so the extra time is the request alone, whatever the size;
 //      - outputs: `ConstantOfShape(n)` making 1–64 MiB of float32 — both sessions fill
 //        the tensor; a worker's run writes it straight into the shared-memory region
 //        the supervisor reads once the session's memory plan holds, so its extra time is
@@ -113,19 +115,29 @@ g (int64[1] n) => (float[N] y) { y = ConstantOfShape <value = float[1] {1.5}> (n
     const char* title;
     const char* model;
     bool input;
+    bool allocated = false;  // x from the remote session's allocate_input
   };
   std::printf("hand-off cost per direction, median of %d runs\n", big_calls);
   for (const Direction& d : {Direction{"inputs (Shape of x)", shape_of, true},
+                             Direction{"inputs written into allocate_input (Shape of x, read in place)", shape_of, true, true},
                              Direction{"outputs (ConstantOfShape, written in place)", constant_of, false}}) {
     Session local = load(env, d.model, "handoff", false, worker);
     Session remote = load(env, d.model, "handoff", true, worker);
     std::printf("  %s\n  %-8s %12s %12s %12s %12s %10s\n", d.title, "size", "in-process", "process", "extra",
-                "extra/MiB", d.input ? "copy rate" : "");
+                "extra/MiB", d.input && !d.allocated ? "copy rate" : "");
     for (int mib : {1, 4, 16, 64}) {
       const int64_t n = int64_t{mib} * 1024 * 1024 / 4;
       NamedTensors in;
       if (d.input) {
         Tensor x = Tensor::host(DataType::kFloat32, {n});
+        if (d.allocated) {
+          auto shared = remote.allocate_input(DataType::kFloat32, {n});
+          if (!shared.is_ok()) {
+            std::fprintf(stderr, "isolation_bench: error: %s\n", shared.status().message().c_str());
+            return 1;
+          }
+          x = *shared;
+        }
         for (int64_t i = 0; i < n; ++i) x.data<float>()[i] = static_cast<float>(i % 1000);
         in = {{"x", x}};
       } else {
@@ -135,7 +147,7 @@ g (int64[1] n) => (float[N] y) { y = ConstantOfShape <value = float[1] {1.5}> (n
       double b = time_runs(remote, in, big_calls, 3);
       const double per_mib = (b - a) / mib;
       std::printf("  %4d MiB %9.3f ms %9.3f ms %9.3f ms %9.3f ms", mib, a, b, b - a, per_mib);
-      if (d.input) std::printf(" %7.1f GB/s", per_mib > 0 ? 1.048576 / per_mib : 0.0);
+      if (d.input && !d.allocated) std::printf(" %7.1f GB/s", per_mib > 0 ? 1.048576 / per_mib : 0.0);
       std::printf("\n");
     }
   }
