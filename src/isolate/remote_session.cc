@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cerrno>
 #include <cstring>
+#include <utility>
 
 namespace bulkhead::isolate {
 namespace {
@@ -101,6 +102,7 @@ Status RemoteSession::start_worker() {
   worker_.channel = std::make_unique<Channel>(std::move(mine));
   inputs_sent_id_ = 0;
   lent_mapped_.clear();
+  lent_unsure_.clear();
   outputs_->new_worker();
 
   const int load_timeout = std::max(timeout_ms_, kMinLoadTimeoutMs);
@@ -217,11 +219,17 @@ Result<NamedValues> RemoteSession::run(const NamedValues& inputs, const std::vec
   }
   // The lent regions' descriptors follow the input region's, the first time each is lent
   // to this worker; the least recently lent beyond kMaxLent are forgotten.
+  req.forget_lent = std::exchange(lent_unsure_, {});
+  std::vector<uint64_t> lent_fresh;  // sent with their descriptors in this run
   for (const LendableRegion& l : lending) {
     auto known = std::find(lent_mapped_.begin(), lent_mapped_.end(), l.uid);
     req.lent.push_back({l.uid, l.size, known == lent_mapped_.end()});
-    if (known == lent_mapped_.end()) fds.push_back(l.fd);
-    else lent_mapped_.erase(known);
+    if (known == lent_mapped_.end()) {
+      fds.push_back(l.fd);
+      lent_fresh.push_back(l.uid);
+    } else {
+      lent_mapped_.erase(known);
+    }
     lent_mapped_.push_back(l.uid);
   }
   while (lent_mapped_.size() > kMaxLent) {
@@ -264,7 +272,15 @@ Result<NamedValues> RemoteSession::run(const NamedValues& inputs, const std::vec
     return worker_failed("broke the protocol: answered run #" + std::to_string(reply.id) + " when run #" +
                              std::to_string(id) + " was asked (killed)",
                          true);
-  if (reply.type == kRunFailed) return decode_status(reply.payload);
+  if (reply.type == kRunFailed) {
+    // The worker may have failed before mapping the regions sent to it.
+    for (uint64_t uid : lent_fresh) {
+      auto it = std::find(lent_mapped_.begin(), lent_mapped_.end(), uid);
+      if (it != lent_mapped_.end()) lent_mapped_.erase(it);
+      lent_unsure_.push_back(uid);
+    }
+    return decode_status(reply.payload);
+  }
   if (reply.type != kRunDone)
     return worker_failed("broke the protocol: answered a run with message type " + std::to_string(reply.type) + " (killed)", true);
   auto answer = decode_run_reply(reply.payload);

@@ -113,6 +113,9 @@ class RemoteSession {
   std::shared_ptr<OutputRegions> outputs_ = OutputRegions::create(shm_);  // where outputs come back
   uint64_t last_output_bytes_ = 0;  // the last run's, to pick a region for the next
   std::vector<uint64_t> lent_mapped_;  // uids of lent regions the worker maps, oldest first
+  // Lent regions a failed run sent: the worker may or may not have mapped them, so the
+  // next run has it forget them first and sends them again when needed.
+  std::vector<uint64_t> lent_unsure_;
   std::atomic<int> pid_{-1};
 };
 

@@ -905,6 +905,38 @@ g (float[N, M] x, float[N, M] z) => (float[N, M] y, float[N, M] d) { y = Add(x, 
   EXPECT_FALSE(Session().allocate_input(DataType::kFloat32, {2}).is_ok());
 }
 
+TEST_F(Isolation, ARunThatFailsInTheWorkerLeavesLentInputsUsable) {
+  // A run failing in the worker (a Loop past max_loop_iterations) after its inputs were
+  // lent: the worker is told to forget them and gets them again, and later runs reading
+  // the same caller-written tensors are right.
+  SessionOptions o = process_options();
+  o.max_loop_iterations = 5;
+  auto remote = env_.load_bytes(model_text_bytes(kLoopModel), "loop", o);
+  SessionOptions lo = in_process_options();
+  lo.max_loop_iterations = 5;
+  auto local = env_.load_bytes(model_text_bytes(kLoopModel), "loop", lo);
+  ASSERT_TRUE(remote.is_ok() && local.is_ok()) << remote.status().to_string();
+  NamedTensors in = loop_inputs(3, 7);
+  for (auto& [name, t] : in) {
+    auto shared = remote->allocate_input(t.dtype(), t.shape());
+    ASSERT_TRUE(shared.is_ok());
+    std::memcpy(shared->raw(), t.raw(), t.nbytes());
+    t = *shared;
+  }
+  for (int round = 0; round < 2; ++round) {
+    in[0].second.data<int64_t>()[0] = 50;  // past the limit
+    auto failed = remote->run(in);
+    ASSERT_FALSE(failed.is_ok());
+    EXPECT_NE(failed.status().message().find("max_loop_iterations"), std::string::npos) << failed.status().message();
+    in[0].second.data<int64_t>()[0] = 3;
+    NamedTensors out;
+    EXPECT_EQ(inputs_copied(*remote, in, &out), "0.00 MiB");
+    auto want = local->run(in);
+    ASSERT_TRUE(want.is_ok());
+    expect_same(*want, out);
+  }
+}
+
 TEST_F(Isolation, ProfileSaysWhatTheHandOffCost) {
   // x and z, [256, 1024] float each (2 MiB), in; y = x + z and d = x - z (2 MiB) out.
   std::string bytes = model_text_bytes(R"(<ir_version: 8, opset_import: ["" : 17]>
