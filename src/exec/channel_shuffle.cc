@@ -98,13 +98,7 @@ int fold_channel_shuffles(Graph& g, bool input_defaults_constant) {
     dead[i] = dead[*ti] = dead[*r2i] = true;
     ++folded;
   }
-  if (folded) {
-    std::vector<Node> kept;
-    kept.reserve(g.nodes.size());
-    for (size_t i = 0; i < g.nodes.size(); ++i)
-      if (!dead[i]) kept.push_back(std::move(g.nodes[i]));
-    g.nodes = std::move(kept);
-  }
+  if (folded) g.remove_nodes(dead);
   return folded;
 }
 

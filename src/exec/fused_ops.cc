@@ -74,4 +74,15 @@ void add_fused_op(std::vector<std::string>& ops, std::vector<float>& args, const
   }
 }
 
+void set_fused_ops(ir::Node& n, const std::vector<std::string>& ops, const std::vector<float>& args) {
+  ir::Attribute a;
+  a.type = ir::AttrType::kStrings;
+  a.strings = ops;
+  n.attrs["_post_ops"] = a;
+  ir::Attribute f;
+  f.type = ir::AttrType::kFloats;
+  f.floats = args;
+  n.attrs["_post_args"] = f;
+}
+
 }  // namespace bulkhead::exec

@@ -39,4 +39,7 @@ std::optional<FusedOp> unary_fused_op(const ir::Node& n, const std::string& x, i
 // op before it; `prepend` puts it first instead (a chain walked from its end).
 void add_fused_op(std::vector<std::string>& ops, std::vector<float>& args, const FusedOp& op, bool prepend = false);
 
+// Sets `n`'s `_post_ops` / `_post_args` to the chain.
+void set_fused_ops(ir::Node& n, const std::vector<std::string>& ops, const std::vector<float>& args);
+
 }  // namespace bulkhead::exec

@@ -571,22 +571,9 @@ int fold_chains_into_conversions(Graph& g, bool input_defaults_constant) {
     }
     if (ops.empty()) continue;
     t.inputs[0] = x;
-    ir::Attribute a;
-    a.type = AttrType::kStrings;
-    a.strings = ops;
-    t.attrs["_post_ops"] = a;
-    ir::Attribute f;
-    f.type = AttrType::kFloats;
-    f.floats = args;
-    t.attrs["_post_args"] = f;
+    set_fused_ops(t, ops, args);
   }
-  if (folded) {
-    std::vector<Node> kept;
-    kept.reserve(g.nodes.size());
-    for (size_t i = 0; i < g.nodes.size(); ++i)
-      if (!dead[i]) kept.push_back(std::move(g.nodes[i]));
-    g.nodes = std::move(kept);
-  }
+  if (folded) g.remove_nodes(dead);
   return folded;
 }
 

@@ -533,16 +533,7 @@ class Optimizer {
       fused.inputs[1] = wn;
       fused.inputs[2] = bn;
     }
-    if (!ops.empty()) {
-      ir::Attribute a;
-      a.type = AttrType::kStrings;
-      a.strings = ops;
-      fused.attrs["_post_ops"] = a;
-      ir::Attribute f;
-      f.type = AttrType::kFloats;
-      f.floats = args;
-      fused.attrs["_post_args"] = f;
-    }
+    if (!ops.empty()) set_fused_ops(fused, ops, args);
     if (!sum_input.empty()) {
       fused.inputs.resize(4);
       fused.inputs[3] = sum_input;

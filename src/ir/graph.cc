@@ -64,6 +64,14 @@ bool static_tensor(const ValueInfo* v) {
 }
 }  // namespace
 
+void Graph::remove_nodes(const std::vector<bool>& dead) {
+  std::vector<Node> kept;
+  kept.reserve(nodes.size());
+  for (size_t i = 0; i < nodes.size(); ++i)
+    if (i >= dead.size() || !dead[i]) kept.push_back(std::move(nodes[i]));
+  nodes = std::move(kept);
+}
+
 bool Graph::all_shapes_static() const {
   for (const ValueInfo& in : inputs)
     if (!static_tensor(&in) && !(initializers.count(in.name) && in.type == ValueType::kTensor && !in.shape)) return false;

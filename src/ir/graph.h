@@ -89,6 +89,9 @@ struct Graph {
 
   const ValueInfo* find_input(const std::string& n) const;
   const ValueInfo* info(const std::string& n) const;  // input, output or intermediate
+  // Removes the nodes whose entry in `dead` (one per node) is true, keeping the order of
+  // the others.
+  void remove_nodes(const std::vector<bool>& dead);
 
   // Whether every shape in the graph is known before it runs, from the declared and
   // inferred types (ir/infer.h, run at import): every tensor input has fixed dims (an
