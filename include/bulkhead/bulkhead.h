@@ -64,7 +64,7 @@ extern "C" {
 #endif
 
 /* The newest version of the function table this header declares. */
-#define BH_API_VERSION 2
+#define BH_API_VERSION 3
 
 /* Status codes. The values are part of the ABI and never change. */
 typedef enum BhStatusCode {
@@ -356,6 +356,29 @@ typedef struct BhApi {
    * tensors) is released, on whichever thread releases it. Loading it again works.
    * Built-in backends: BH_FAILED_PRECONDITION. */
   BhStatus* (*env_unload_backend)(BhEnv* env, const char* name);
+
+  /* ---- since version 3: hand-offs to sessions in worker processes without a copy ---- */
+
+  /* A new host tensor (zeroed) to fill and pass to run() as an input of `session`, for
+   * as many runs as the caller likes. For a session in a worker process (isolation
+   * "process") its memory is shared memory that the worker maps read-only and reads
+   * where it is, so a run copies nothing for it (any other tensor is copied into the
+   * worker once per run). The worker can read it for as long as the tensor lives: put in
+   * it only what this session may see. For an in-process session, an ordinary host
+   * tensor. `dims` as create_tensor; not for strings. Thread-safe. Caller releases *out
+   * with release_tensor(). */
+  BhStatus* (*session_create_input_tensor)(const BhSession* session, BhElementType type, const int64_t* dims,
+                                           size_t rank, BhTensor** out);
+  /* Pipelines F -> G: `next` is the session the outputs of runs with these options will
+   * be passed to (NULL, the default: none). When both run in worker processes, the
+   * outputs are written into shared memory that `next`'s worker keeps mapped read-only,
+   * so running `next` on them copies nothing. Every output of such runs becomes readable
+   * by that worker: name it only when it may see them. The trade: F's worker keeps that
+   * memory mapped writable, so a fault in F's process writing stray memory during
+   * `next`'s run could change `next`'s inputs, where the default copy is taken before
+   * `next`'s run. Ignored when either session runs in-process. The options keep `next`'s
+   * model alive until they are released or set again. */
+  BhStatus* (*run_options_set_outputs_for)(BhRunOptions* options, const BhSession* next);
 } BhApi;
 
 /* The function table for API `version` (1 ... BH_API_VERSION of the library), or NULL

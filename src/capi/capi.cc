@@ -718,6 +718,19 @@ BhStatus* run_options_set_timeout_ms(BhRunOptions* o, int64_t ms) {
   });
 }
 
+BhStatus* run_options_set_outputs_for(BhRunOptions* o, const BhSession* next) {
+  return guard("run_options_set_outputs_for", [&]() -> Status {
+    BH_RETURN_IF_ERROR(check_handle(o, "run_options_set_outputs_for", "options"));
+    if (!next) {
+      o->outputs_for.reset();
+      return Status::ok();
+    }
+    BH_RETURN_IF_ERROR(check_handle(next, "run_options_set_outputs_for", "next"));
+    o->outputs_for = *next->session;
+    return Status::ok();
+  });
+}
+
 BhStatus* run(const BhSession* session, const BhRunOptions* options, const char* const* input_names,
               const BhTensor* const* inputs, size_t input_count, const char* const* output_names, size_t output_count,
               BhTensor** outputs) {
@@ -730,6 +743,7 @@ BhStatus* run(const BhSession* session, const BhRunOptions* options, const char*
     const Session s = *session->session;  // a reference of its own for the run's length
     RunOptions ro;
     if (options) ro.timeout_ms = options->timeout_ms;
+    if (options && options->outputs_for) ro.outputs_for = &*options->outputs_for;
     if (output_names) {
       if (output_count == 0) return invalid_argument("run: no outputs asked for (output_count is 0)");
       for (size_t i = 0; i < output_count; ++i) {
@@ -781,6 +795,24 @@ BhStatus* create_tensor(BhElementType type_arg, const int64_t* dims, size_t rank
     BH_ASSIGN_OR_RETURN(Tensor t, Tensor::allocate(*alloc, dtype, std::move(shape)));
     if (t.nbytes()) std::memset(t.raw(), 0, t.nbytes());
     *out = new_tensor(std::move(t));
+    return Status::ok();
+  });
+}
+
+BhStatus* session_create_input_tensor(const BhSession* session, BhElementType type_arg, const int64_t* dims, size_t rank,
+                                      BhTensor** out) {
+  return guard("session_create_input_tensor", [&]() -> Status {
+    BH_CHECK_HANDLE(session, "session_create_input_tensor");
+    const int type = raw_enum(type_arg);
+    BH_CHECK_OUT(out, "session_create_input_tensor");
+    if (!valid_type(type))
+      return invalid_argument("session_create_input_tensor: element type " + std::to_string(type) + " is unknown");
+    if (type == BH_TYPE_STRING) return invalid_argument("session_create_input_tensor: not for string tensors");
+    BH_ASSIGN_OR_RETURN(Shape shape, make_shape(dims, rank, "session_create_input_tensor"));
+    Result<Tensor> t = session->session->allocate_input(static_cast<DataType>(type), std::move(shape));
+    if (!t.is_ok()) return t.status().with_context("session_create_input_tensor: ");
+    if (t->nbytes()) std::memset(t->raw(), 0, t->nbytes());
+    *out = new_tensor(std::move(t).value());
     return Status::ok();
   });
 }
@@ -1023,6 +1055,8 @@ const BhApi kApi = {
     env_load_backend,
     env_add_backend_library,
     env_unload_backend,
+    session_create_input_tensor,
+    run_options_set_outputs_for,
 };
 
 }  // namespace
@@ -1078,7 +1112,24 @@ constexpr size_t kV2Count = kV2End;
 BH_API_V2_MEMBERS(BH_PIN)
 #undef BH_PIN
 static_assert(kV2Count == 61, "API version 2 has 61 members");
-static_assert(sizeof(BhApi) == kV2Count * sizeof(void*), "BhApi's size changed without a new API version");
+// Version 3 appends two members (hand-offs to worker processes without a copy).
+#define BH_API_V3_MEMBERS(X) X(session_create_input_tensor) X(run_options_set_outputs_for)
+namespace {
+enum BhApiV3Index {
+  kV3First = kV2Count - 1,
+#define BH_INDEX(m) kV3_##m,
+  BH_API_V3_MEMBERS(BH_INDEX)
+#undef BH_INDEX
+  kV3End
+};
+constexpr size_t kV3Count = kV3End;
+}  // namespace
+#define BH_PIN(m) \
+  static_assert(offsetof(BhApi, m) == kV3_##m * sizeof(void*), "BhApi member '" #m "' moved: the table is append-only");
+BH_API_V3_MEMBERS(BH_PIN)
+#undef BH_PIN
+static_assert(kV3Count == 63, "API version 3 has 63 members");
+static_assert(sizeof(BhApi) == kV3Count * sizeof(void*), "BhApi's size changed without a new API version");
 
 static_assert(BH_OK == 0 && BH_INVALID_ARGUMENT == 1 && BH_NOT_FOUND == 2 && BH_UNSUPPORTED == 3 && BH_INVALID_MODEL == 4 &&
               BH_FAILED_PRECONDITION == 5 && BH_RESOURCE_EXHAUSTED == 6 && BH_INTERNAL == 7 && BH_UNAVAILABLE == 8 &&

@@ -72,6 +72,7 @@ struct BhSessionOptions {
 struct BhRunOptions {
   bulkhead::capi::HandleHeader header{bulkhead::capi::HandleKind::kRunOptions};
   int64_t timeout_ms = -1;
+  std::optional<bulkhead::Session> outputs_for;  // run_options_set_outputs_for (a reference of its own)
 };
 
 struct BhSession {

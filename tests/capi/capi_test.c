@@ -224,6 +224,7 @@ static void versions(void) {
   CHECK(bh_get_api(BH_API_VERSION + 1) == NULL);
   CHECK(bh_get_api(1) == bh);
   CHECK(bh_get_api(2) == bh);
+  CHECK(bh_get_api(3) == bh);
   CHECK(bh_api_version() >= 1);
   CHECK(strlen(bh->version_string()) > 0);
   CHECK(bh->status_code(NULL) == BH_OK);
@@ -540,6 +541,116 @@ static void tensors(BhEnv* env) {
   }
 }
 
+/* A host tensor of `session`'s own (session_create_input_tensor) holding a copy of `src`. */
+static BhTensor* input_copy(const BhSession* session, const BhTensor* src) {
+  BhElementType type;
+  const int64_t* dims;
+  size_t rank, bytes;
+  void *from, *to;
+  BhTensor* t = NULL;
+  OK(bh->tensor_element_type(src, &type));
+  OK(bh->tensor_shape(src, &dims, &rank));
+  OK(bh->tensor_byte_size(src, &bytes));
+  OK(bh->session_create_input_tensor(session, type, dims, rank, &t));
+  if (!t) return NULL;
+  OK(bh->tensor_data(src, &from));
+  OK(bh->tensor_data(t, &to));
+  memcpy(to, from, bytes);
+  return t;
+}
+
+/* Version 3: silero as a pipeline of two sessions in worker processes, the first run's
+ * state handed to the second without a copy (run_options_set_outputs_for) and the other
+ * inputs written by the caller into session_create_input_tensor; the same results as
+ * in-process. And its errors. */
+static void handoffs(BhEnv* env) {
+  char path[4096];
+  const char* names[3] = {"input", "state", "sr"};
+  BhSessionOptions *po = NULL, *lo = NULL;
+  BhSession *f = NULL, *g = NULL, *local = NULL;
+  BhRunOptions* ro = NULL;
+  BhTensor *npy[3], *fin[3], *gin[3], *fout[2] = {NULL, NULL}, *gout[2] = {NULL, NULL};
+  BhTensor *lmid[2] = {NULL, NULL}, *lout[2] = {NULL, NULL}, *t = NULL;
+  const BhTensor* lin[3];
+  const int64_t bad_dims[2] = {2, -3};
+  size_t i;
+  OK(bh->create_session_options(&po));
+  OK(bh->session_options_set_threads(po, 1));
+  OK(bh->session_options_set_isolation(po, "process"));
+  OK(bh->create_session_options(&lo));
+  OK(bh->session_options_set_threads(lo, 1));
+  snprintf(path, sizeof path, "%s/models/silero_vad_v5/model.onnx", shared);
+  OK(bh->create_session(env, path, po, &f));
+  OK(bh->create_session(env, path, po, &g));
+  OK(bh->create_session(env, path, lo, &local));
+  bh->release_session_options(po);
+  bh->release_session_options(lo);
+  if (!f || !g || !local) return;
+  for (i = 0; i < 3; ++i) {
+    snprintf(path, sizeof path, "%s/models/silero_vad_v5/inputs/%s.npy", shared, names[i]);
+    npy[i] = load_npy(path);
+    fin[i] = input_copy(f, npy[i]);
+    gin[i] = input_copy(g, npy[i]);
+    lin[i] = npy[i];
+  }
+  OK(bh->create_run_options(&ro));
+  OK(bh->run_options_set_outputs_for(ro, g));
+  OK(bh->run(f, ro, names, (const BhTensor* const*)fin, 3, NULL, 2, fout));
+  OK(bh->run(local, NULL, names, lin, 3, NULL, 2, lmid));
+  if (fout[1] && lmid[1]) {
+    const BhTensor* g_in[3] = {gin[0], fout[1], gin[2]};
+    const BhTensor* l_in[3] = {npy[0], lmid[1], npy[2]};
+    OK(bh->run(g, NULL, names, g_in, 3, NULL, 2, gout));
+    OK(bh->run(local, NULL, names, l_in, 3, NULL, 2, lout));
+    for (i = 0; i < 2; ++i) {
+      CHECK(max_diff(fout[i], lmid[i]) <= 1e-6);
+      CHECK(gout[i] && lout[i] && max_diff(gout[i], lout[i]) <= 1e-6);
+    }
+    if (gout[1] && lout[1])
+      printf("silero_vad_v5  pipeline   stateN (lent)        max|diff| %.3g\n", max_diff(gout[1], lout[1]));
+  }
+  /* The options keep G's model alive: F still runs with them after G's handle goes. */
+  bh->release_session(g);
+  for (i = 0; i < 2; ++i) bh->release_tensor(fout[i]);
+  OK(bh->run(f, ro, names, (const BhTensor* const*)fin, 3, NULL, 2, fout));
+  OK(bh->run_options_set_outputs_for(ro, NULL));
+  /* Errors: one line each, out-parameters untouched. */
+  ERR(bh->run_options_set_outputs_for(NULL, f), BH_INVALID_ARGUMENT, "'options' is NULL");
+  ERR(bh->run_options_set_outputs_for(ro, g), BH_INVALID_ARGUMENT, "released session handle");
+  ERR(bh->run_options_set_outputs_for(ro, (const BhSession*)ro), BH_INVALID_ARGUMENT, "not a session handle");
+  ERR(bh->session_create_input_tensor(f, BH_TYPE_STRING, NULL, 0, &t), BH_INVALID_ARGUMENT, "string");
+  ERR(bh->session_create_input_tensor(f, BH_TYPE_FLOAT32, bad_dims, 2, &t), BH_INVALID_ARGUMENT, "session_create_input_tensor");
+  ERR(bh->session_create_input_tensor(f, (BhElementType)99, NULL, 0, &t), BH_INVALID_ARGUMENT, "unknown");
+  ERR(bh->session_create_input_tensor(f, BH_TYPE_FLOAT32, NULL, 0, NULL), BH_INVALID_ARGUMENT, "'out'");
+  ERR(bh->session_create_input_tensor(NULL, BH_TYPE_FLOAT32, NULL, 0, &t), BH_INVALID_ARGUMENT, "'session' is NULL");
+  CHECK(t == NULL);
+  /* In-process: an ordinary host tensor, zeroed. */
+  {
+    const int64_t d[1] = {4};
+    float* p = NULL;
+    OK(bh->session_create_input_tensor(local, BH_TYPE_FLOAT32, d, 1, &t));
+    if (t) {
+      OK(bh->tensor_data(t, (void**)&p));
+      CHECK(p && p[0] == 0 && p[3] == 0);
+    }
+    bh->release_tensor(t);
+  }
+  for (i = 0; i < 2; ++i) {
+    bh->release_tensor(fout[i]);
+    bh->release_tensor(gout[i]);
+    bh->release_tensor(lmid[i]);
+    bh->release_tensor(lout[i]);
+  }
+  for (i = 0; i < 3; ++i) {
+    bh->release_tensor(npy[i]);
+    bh->release_tensor(fin[i]);
+    bh->release_tensor(gin[i]);
+  }
+  bh->release_run_options(ro);
+  bh->release_session(f);
+  bh->release_session(local);
+}
+
 int main(int argc, char** argv) {
   BhEnv* env = NULL;
   if (argc != 2) {
@@ -572,6 +683,7 @@ int main(int argc, char** argv) {
   real_model(env, "ppocrv4_rec", 1e-4, NULL);
   real_model(env, "silero_vad_v5", 1e-5, NULL);
   real_model(env, "silero_vad_v5", 1e-5, "process");
+  handoffs(env);
   bh->release_env(env);
   if (failures) {
     fprintf(stderr, "capi_test: %d checks failed\n", failures);
