@@ -181,6 +181,18 @@ Result<Shape> make_shape(const int64_t* dims, size_t rank, const char* fn) {
   return s;
 }
 
+// The element type (numeric: strings have their own constructor) and shape a C caller
+// gave `fn`, checked.
+Result<std::pair<DataType, Shape>> numeric_tensor_args(BhElementType type_arg, const int64_t* dims, size_t rank,
+                                                      const char* fn) {
+  const int type = raw_enum(type_arg);
+  if (!valid_type(type)) return invalid_argument(std::string(fn) + ": element type " + std::to_string(type) + " is unknown");
+  if (type == BH_TYPE_STRING)
+    return invalid_argument(std::string(fn) + ": string tensors are made with create_string_tensor");
+  BH_ASSIGN_OR_RETURN(Shape shape, make_shape(dims, rank, fn));
+  return std::make_pair(static_cast<DataType>(type), std::move(shape));
+}
+
 // Memory lent by the caller (create_tensor_borrowed): handed back through its callback.
 class LentMemory final : public Allocator {
  public:
@@ -784,12 +796,9 @@ BhStatus* run(const BhSession* session, const BhRunOptions* options, const char*
 
 BhStatus* create_tensor(BhElementType type_arg, const int64_t* dims, size_t rank, BhTensor** out) {
   return guard("create_tensor", [&]() -> Status {
-    const int type = raw_enum(type_arg);
     BH_CHECK_OUT(out, "create_tensor");
-    if (!valid_type(type)) return invalid_argument("create_tensor: element type " + std::to_string(type) + " is unknown");
-    if (type == BH_TYPE_STRING) return invalid_argument("create_tensor: string tensors are made with create_string_tensor");
-    BH_ASSIGN_OR_RETURN(Shape shape, make_shape(dims, rank, "create_tensor"));
-    auto dtype = static_cast<DataType>(type);
+    BH_ASSIGN_OR_RETURN(auto args, numeric_tensor_args(type_arg, dims, rank, "create_tensor"));
+    auto& [dtype, shape] = args;
     BH_RETURN_IF_ERROR(tensor_nbytes(dtype, shape).status().with_context("create_tensor: "));
     auto alloc = HostAllocator::create("C API tensor");
     BH_ASSIGN_OR_RETURN(Tensor t, Tensor::allocate(*alloc, dtype, std::move(shape)));
@@ -803,13 +812,9 @@ BhStatus* session_create_input_tensor(const BhSession* session, BhElementType ty
                                       BhTensor** out) {
   return guard("session_create_input_tensor", [&]() -> Status {
     BH_CHECK_HANDLE(session, "session_create_input_tensor");
-    const int type = raw_enum(type_arg);
     BH_CHECK_OUT(out, "session_create_input_tensor");
-    if (!valid_type(type))
-      return invalid_argument("session_create_input_tensor: element type " + std::to_string(type) + " is unknown");
-    if (type == BH_TYPE_STRING) return invalid_argument("session_create_input_tensor: not for string tensors");
-    BH_ASSIGN_OR_RETURN(Shape shape, make_shape(dims, rank, "session_create_input_tensor"));
-    Result<Tensor> t = session->session->allocate_input(static_cast<DataType>(type), std::move(shape));
+    BH_ASSIGN_OR_RETURN(auto args, numeric_tensor_args(type_arg, dims, rank, "session_create_input_tensor"));
+    Result<Tensor> t = session->session->allocate_input(args.first, std::move(args.second));
     if (!t.is_ok()) return t.status().with_context("session_create_input_tensor: ");
     if (t->nbytes()) std::memset(t->raw(), 0, t->nbytes());
     *out = new_tensor(std::move(t).value());
@@ -820,13 +825,9 @@ BhStatus* session_create_input_tensor(const BhSession* session, BhElementType ty
 BhStatus* create_tensor_borrowed(BhElementType type_arg, const int64_t* dims, size_t rank, void* data, size_t size,
                                  BhReleaseFn release, void* user_data, BhTensor** out) {
   return guard("create_tensor_borrowed", [&]() -> Status {
-    const int type = raw_enum(type_arg);
     BH_CHECK_OUT(out, "create_tensor_borrowed");
-    if (!valid_type(type))
-      return invalid_argument("create_tensor_borrowed: element type " + std::to_string(type) + " is unknown");
-    if (type == BH_TYPE_STRING) return invalid_argument("create_tensor_borrowed: string tensors are made with create_string_tensor");
-    BH_ASSIGN_OR_RETURN(Shape shape, make_shape(dims, rank, "create_tensor_borrowed"));
-    auto dtype = static_cast<DataType>(type);
+    BH_ASSIGN_OR_RETURN(auto args, numeric_tensor_args(type_arg, dims, rank, "create_tensor_borrowed"));
+    auto& [dtype, shape] = args;
     BH_ASSIGN_OR_RETURN(size_t want, tensor_nbytes(dtype, shape));
     if (size != want)
       return invalid_argument("create_tensor_borrowed: " + dtype_name(dtype) + shape_to_string(shape) + " needs " +
@@ -1081,55 +1082,31 @@ const BhApi kApi = {
   X(tensor_element_type) X(tensor_shape) X(tensor_element_count) X(tensor_byte_size) X(tensor_data)                \
   X(tensor_location) X(tensor_string) X(copy) X(version_string)
 
+// Version 2 appends three members (backend plugins) after version 1's; version 3 two
+// (hand-offs to worker processes without a copy).
+#define BH_API_V2_MEMBERS(X) X(env_load_backend) X(env_add_backend_library) X(env_unload_backend)
+#define BH_API_V3_MEMBERS(X) X(session_create_input_tensor) X(run_options_set_outputs_for)
 namespace {
-enum BhApiV1Index {
-#define BH_INDEX(m) kV1_##m,
-  BH_API_V1_MEMBERS(BH_INDEX)
+// Every member's index, version after version: a version's first member's index is the
+// count of the versions before it.
+enum BhApiIndex {
+#define BH_INDEX(m) kAt_##m,
+  BH_API_V1_MEMBERS(BH_INDEX) BH_API_V2_MEMBERS(BH_INDEX) BH_API_V3_MEMBERS(BH_INDEX)
 #undef BH_INDEX
-  kV1Count
+  kMembers
 };
 }  // namespace
 
-static_assert(kV1Count == 58, "API version 1 has 58 members");
+static_assert(kAt_env_load_backend == 58, "API version 1 has 58 members");
+static_assert(kAt_session_create_input_tensor == 61, "API version 2 has 61 members");
+static_assert(kMembers == 63, "API version 3 has 63 members");
 #define BH_PIN(m) \
-  static_assert(offsetof(BhApi, m) == kV1_##m * sizeof(void*), "BhApi member '" #m "' moved: the table is append-only");
+  static_assert(offsetof(BhApi, m) == kAt_##m * sizeof(void*), "BhApi member '" #m "' moved: the table is append-only");
 BH_API_V1_MEMBERS(BH_PIN)
-#undef BH_PIN
-// Version 2 appends three members (backend plugins) after version 1's.
-#define BH_API_V2_MEMBERS(X) X(env_load_backend) X(env_add_backend_library) X(env_unload_backend)
-namespace {
-enum BhApiV2Index {
-  kV2First = kV1Count - 1,
-#define BH_INDEX(m) kV2_##m,
-  BH_API_V2_MEMBERS(BH_INDEX)
-#undef BH_INDEX
-  kV2End
-};
-constexpr size_t kV2Count = kV2End;
-}  // namespace
-#define BH_PIN(m) \
-  static_assert(offsetof(BhApi, m) == kV2_##m * sizeof(void*), "BhApi member '" #m "' moved: the table is append-only");
 BH_API_V2_MEMBERS(BH_PIN)
-#undef BH_PIN
-static_assert(kV2Count == 61, "API version 2 has 61 members");
-// Version 3 appends two members (hand-offs to worker processes without a copy).
-#define BH_API_V3_MEMBERS(X) X(session_create_input_tensor) X(run_options_set_outputs_for)
-namespace {
-enum BhApiV3Index {
-  kV3First = kV2Count - 1,
-#define BH_INDEX(m) kV3_##m,
-  BH_API_V3_MEMBERS(BH_INDEX)
-#undef BH_INDEX
-  kV3End
-};
-constexpr size_t kV3Count = kV3End;
-}  // namespace
-#define BH_PIN(m) \
-  static_assert(offsetof(BhApi, m) == kV3_##m * sizeof(void*), "BhApi member '" #m "' moved: the table is append-only");
 BH_API_V3_MEMBERS(BH_PIN)
 #undef BH_PIN
-static_assert(kV3Count == 63, "API version 3 has 63 members");
-static_assert(sizeof(BhApi) == kV3Count * sizeof(void*), "BhApi's size changed without a new API version");
+static_assert(sizeof(BhApi) == kMembers * sizeof(void*), "BhApi's size changed without a new API version");
 
 static_assert(BH_OK == 0 && BH_INVALID_ARGUMENT == 1 && BH_NOT_FOUND == 2 && BH_UNSUPPORTED == 3 && BH_INVALID_MODEL == 4 &&
               BH_FAILED_PRECONDITION == 5 && BH_RESOURCE_EXHAUSTED == 6 && BH_INTERNAL == 7 && BH_UNAVAILABLE == 8 &&

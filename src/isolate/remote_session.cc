@@ -190,10 +190,7 @@ Result<NamedValues> RemoteSession::run(const NamedValues& inputs, const std::vec
   // there by the worker; at most kMaxLent regions per run, the rest copied.
   std::vector<LendableRegion> lending;
   for (const auto& [name, v] : inputs) {
-    std::vector<const Tensor*> ts;
-    if (v.is_tensor()) ts.push_back(&v.tensor);
-    for (const Tensor& t : v.sequence) ts.push_back(&t);
-    for (const Tensor* t : ts) {
+    for (const Tensor* t : tensors_of(v)) {
       const std::shared_ptr<Buffer>& b = t->buffer();
       auto* from = b ? dynamic_cast<const LendingAllocator*>(b->allocator()) : nullptr;
       if (!from || lending.size() == kMaxLent) continue;

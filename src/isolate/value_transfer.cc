@@ -21,18 +21,18 @@ uint64_t region_size_of(const Tensor& t) {
   return n;
 }
 
+Status bad(const char* what, const std::string& name, const std::string& why) {
+  return internal_error(std::string(what) + " '" + name + "' received from the peer: " + why);
+}
+
+}  // namespace
+
 std::vector<const Tensor*> tensors_of(const Value& v) {
   std::vector<const Tensor*> r;
   if (v.is_tensor()) r.push_back(&v.tensor);
   for (auto& t : v.sequence) r.push_back(&t);
   return r;
 }
-
-Status bad(const char* what, const std::string& name, const std::string& why) {
-  return internal_error(std::string(what) + " '" + name + "' received from the peer: " + why);
-}
-
-}  // namespace
 
 Result<std::shared_ptr<Buffer>> ReusableRegion::get(SharedMemory& shm, uint64_t bytes) {
   if (!mapping || mapping->size() < bytes || (mapping->size() > 4 * bytes && mapping->size() > (uint64_t{1} << 20))) {

@@ -62,6 +62,9 @@ struct ReusableRegion {
   Result<std::shared_ptr<Buffer>> get(SharedMemory& shm, uint64_t bytes);
 };
 
+// The tensors a value holds: the tensor, or a sequence's; none for an empty optional.
+std::vector<const Tensor*> tensors_of(const Value& v);
+
 // Copies a tensor whose bytes the CPU cannot read into `dst` (host memory); used by the
 // worker for outputs left in device memory. May be empty: such tensors are then an error.
 using DeviceCopy = std::function<Status(const Tensor& src, const Tensor& dst)>;
