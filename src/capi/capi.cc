@@ -182,8 +182,9 @@ Result<Shape> make_shape(const int64_t* dims, size_t rank, const char* fn) {
 }
 
 // The element type (numeric: strings have their own constructor) and shape a C caller
-// gave `fn`, checked.
-Result<std::pair<DataType, Shape>> numeric_tensor_args(BhElementType type_arg, const int64_t* dims, size_t rank,
+// gave `fn`, checked. The type by reference, read with raw_enum: a copy of an
+// out-of-range enum would already be the undefined load raw_enum avoids.
+Result<std::pair<DataType, Shape>> numeric_tensor_args(const BhElementType& type_arg, const int64_t* dims, size_t rank,
                                                       const char* fn) {
   const int type = raw_enum(type_arg);
   if (!valid_type(type)) return invalid_argument(std::string(fn) + ": element type " + std::to_string(type) + " is unknown");
