@@ -119,13 +119,37 @@ class Session:
     def outputs(self):
         return self._s.outputs
 
-    def run(self, inputs, outputs=None, timeout_ms=-1):
+    def run(self, inputs, outputs=None, timeout_ms=-1, outputs_for=None, profile=None):
         """Runs the model on ``inputs`` ({name: array, list or bulkhead.Tensor}; None for
         an absent optional; a list of arrays for a sequence) and returns {name: value}
         for ``outputs`` (names; None = every output). ``timeout_ms``: -1 the session's
-        limit, 0 none."""
-        values = self._s.run(inputs, outputs, timeout_ms)
+        limit, 0 none.
+
+        ``outputs_for``: the Session these outputs are passed to next. When both run in
+        worker processes (isolation="process"), the outputs are written into shared
+        memory that session's worker maps read-only, so its run copies nothing for them;
+        otherwise ignored. Every output of this run becomes readable by that worker: name
+        it only when it may see them. The trade (bulkhead.hpp, RunOptions::outputs_for):
+        this session's worker keeps that memory writable, so a fault in it while the next
+        session runs could change the next session's inputs; without ``outputs_for`` they
+        are copied before its run starts.
+
+        ``profile``: a list to which each node's time is appended as
+        {node, op_type, ms, shapes}; a session in a worker process adds "(isolation)"
+        entries for the hand-off ("inputs copied in", with the MiB copied)."""
+        if outputs_for is not None and not isinstance(outputs_for, Session):
+            raise InvalidArgument("outputs_for must be a bulkhead.Session, got %s" % type(outputs_for).__name__)
+        values = self._s.run(inputs, outputs, timeout_ms, None if outputs_for is None else outputs_for._s, profile)
         return dict(zip(self._names if outputs is None else outputs, values))
+
+    def allocate_input(self, shape, dtype="float32"):
+        """A new numpy array (uninitialised) to fill and pass to ``run`` as one of this
+        session's inputs. For a session in a worker process its memory is shared memory
+        that the worker maps read-only and reads where it is, so a run copies nothing for
+        it (any other array is copied into the worker on every run); the worker can read
+        it for as long as the array lives, so put in it only what this session may see.
+        For an in-process session, an ordinary array."""
+        return self._s.allocate_input(list(shape), dtype)
 
     def placement(self):
         """{device: nodes placed on it}."""

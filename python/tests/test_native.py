@@ -54,6 +54,71 @@ def test_process_isolation(env):
     assert s.memory() == {}
 
 
+def _copied_in_mib(profile):
+    (entry,) = [e for e in profile if e["node"] == "inputs copied in"]
+    assert entry["op_type"] == "(isolation)"
+    value, unit = entry["shapes"].split()
+    return float(value) / (1024 if unit == "KiB" else 1)
+
+
+def test_process_pipeline_hands_off_without_a_copy(env):
+    """silero as F -> G in two worker processes: G's state comes from F's run with
+    outputs_for=G, its other inputs from allocate_input; nothing is copied into G's
+    worker and the results equal one in-process session's."""
+    p = model_path("silero_vad_v5")
+    f = env.load(p, isolation="process", worker_timeout_ms=30000, threads=1)
+    g = env.load(p, isolation="process", worker_timeout_ms=30000, threads=1)
+    local = env.load(p, threads=1)
+    feed = inputs_of("silero_vad_v5")
+    f_in, g_in = {}, {}
+    for name, a in feed.items():
+        for s, d in ((f, f_in), (g, g_in)):
+            d[name] = s.allocate_input(a.shape, str(a.dtype))
+            assert d[name].shape == a.shape and d[name].dtype == a.dtype and d[name].flags.writeable
+            d[name][...] = a
+    prof = []
+    mid = f.run(f_in, outputs_for=g, profile=prof)
+    assert _copied_in_mib(prof) == 0 and any(e["op_type"] != "(isolation)" for e in prof)
+    ref_mid = local.run(feed)
+    prof = []
+    out = g.run(dict(g_in, state=mid["stateN"]), profile=prof)
+    assert _copied_in_mib(prof) == 0
+    ref = local.run(dict(feed, state=ref_mid["stateN"]))
+    for n in ("output", "stateN"):
+        np.testing.assert_array_equal(mid[n], ref_mid[n])
+        np.testing.assert_array_equal(out[n], ref[n])
+    # Without outputs_for, or with plain arrays, the bytes are copied in.
+    plain = f.run(f_in)
+    prof = []
+    assert np.array_equal(g.run(dict(g_in, state=plain["stateN"]), profile=prof)["stateN"], ref["stateN"])
+    assert _copied_in_mib(prof) > 0
+    prof = []
+    g.run({k: np.array(v) for k, v in g_in.items()}, profile=prof)
+    assert _copied_in_mib(prof) > 0
+    # A slice of a lent output is read where it is, too.
+    prof = []
+    g.run(dict(g_in, state=mid["stateN"][:, :, :]), profile=prof)
+    assert _copied_in_mib(prof) == 0
+    # In-process: an ordinary array; profile lists the nodes.
+    a = local.allocate_input([2, 3], "int64")
+    assert a.shape == (2, 3) and a.dtype == np.int64
+    prof = []
+    local.run(feed, profile=prof)
+    assert prof and all(e["ms"] >= 0 for e in prof)
+    with pytest.raises(bulkhead.InvalidArgument, match="unknown element type 'floaty'"):
+        f.allocate_input([1], "floaty")
+    with pytest.raises(bulkhead.InvalidArgument, match="string"):
+        f.allocate_input([1], "string")
+    with pytest.raises(bulkhead.InvalidArgument):
+        f.allocate_input([2, -3])
+    with pytest.raises(bulkhead.ResourceExhausted):
+        f.allocate_input([1 << 40])
+    with pytest.raises(bulkhead.InvalidArgument, match="outputs_for must be a bulkhead.Session"):
+        f.run(f_in, outputs_for="g")
+    with pytest.raises(bulkhead.InvalidArgument, match="profile must be a list"):
+        f.run(f_in, profile={})
+
+
 def test_options(env):
     p = model_path("silero_vad_v5")
     s = env.load(p, "threads=1;graph_capture=0", max_tensor_bytes=1 << 30, max_loop_iterations=100, run_timeout_ms=60000)

@@ -257,7 +257,9 @@ NodeProfile isolation_entry(const char* what, double ms, std::optional<uint64_t>
   p.ms = ms;
   if (bytes) {
     char b[48];
-    std::snprintf(b, sizeof b, "%.2f MiB", static_cast<double>(*bytes) / (1 << 20));
+    // KiB below a MiB, so that a small copy does not read as none.
+    if (*bytes == 0 || *bytes >= (1u << 20)) std::snprintf(b, sizeof b, "%.2f MiB", static_cast<double>(*bytes) / (1 << 20));
+    else std::snprintf(b, sizeof b, "%.1f KiB", static_cast<double>(*bytes) / 1024);
     p.shapes = b;
   }
   return p;

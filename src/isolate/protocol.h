@@ -105,7 +105,7 @@ struct RunReply {
 // and "messages and wake-ups" (the rest of the supervisor's wait that the worker did not
 // spend on the request — sending the reply included, which in a profiled run carries the
 // profile itself); `shapes` gives the bytes copied ("0.00 MiB" for outputs the run
-// wrote straight into the output region).
+// wrote straight into the output region, KiB below a MiB: "2.0 KiB").
 inline constexpr const char* kIsolationOp = "(isolation)";
 // `bytes`: those copied, or none for an entry that copies nothing (messages).
 NodeProfile isolation_entry(const char* what, double ms, std::optional<uint64_t> bytes);

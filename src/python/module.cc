@@ -10,6 +10,7 @@
 
 #include <array>
 #include <cstring>
+#include <optional>
 
 #include "bulkhead/bulkhead.hpp"
 #include "backend/backend.h"
@@ -173,6 +174,29 @@ Tensor strings_from(const py::array& a, const std::string& what) {
   return t;
 }
 
+constexpr const char* kTensorCapsule = "bulkhead.Tensor";
+
+// When `a` (C-contiguous, aligned, of type `t`) views bytes of a bulkhead tensor -- a
+// run's output or allocate_input()'s array, or a slice of one -- a tensor over that
+// tensor's own buffer, so that what the buffer is (a region lent to a worker) is kept;
+// nullopt for any other array.
+std::optional<Tensor> bulkhead_view(const py::array& a, DataType t) {
+  py::object base = a.base();
+  while (base && py::isinstance<py::array>(base)) base = py::reinterpret_borrow<py::array>(base).base();  // views of views
+  if (!base || !py::isinstance<py::capsule>(base)) return std::nullopt;
+  auto cap = py::reinterpret_borrow<py::capsule>(base);
+  if (!cap.name() || std::strcmp(cap.name(), kTensorCapsule) != 0) return std::nullopt;
+  const Tensor& owner = *cap.get_pointer<Tensor>();
+  const std::shared_ptr<Buffer>& buffer = owner.buffer();
+  if (!buffer || !buffer->data()) return std::nullopt;
+  const auto* start = static_cast<const char*>(buffer->data());
+  const auto* data = static_cast<const char*>(a.data());
+  const auto nbytes = static_cast<size_t>(a.nbytes());
+  if (data < start || static_cast<size_t>(data - start) > buffer->size() || nbytes > buffer->size() - static_cast<size_t>(data - start))
+    return std::nullopt;
+  return Tensor(t, Shape(a.shape(), a.shape() + a.ndim()), buffer, static_cast<size_t>(data - start));
+}
+
 // A tensor viewing (or, when it must, converted from) a Python object.
 Tensor tensor_from(py::handle obj, DataType declared, const std::string& what) {
   py::array a;
@@ -193,7 +217,11 @@ Tensor tensor_from(py::handle obj, DataType declared, const std::string& what) {
   if (t == DataType::kString) return strings_from(a, what);
   const int flags = a.flags();
   const bool native = a.dtype().attr("isnative").cast<bool>();
-  if (!(flags & py::array::c_style) || !(flags & py::detail::npy_api::NPY_ARRAY_ALIGNED_) || !native) {
+  const bool in_place = (flags & py::array::c_style) && (flags & py::detail::npy_api::NPY_ARRAY_ALIGNED_) && native;
+  if (in_place) {
+    if (auto own = bulkhead_view(a, t)) return std::move(*own);
+  }
+  if (!in_place) {
     // The one copy (np.array keeps a 0-d array 0-d, where ascontiguousarray would not).
     a = numpy().attr("array")(a, py::arg("dtype") = a.dtype().attr("newbyteorder")("="), py::arg("order") = "C");
   }
@@ -239,7 +267,7 @@ py::object array_from(Tensor t) {
   if (t.numel() == 0 || !t.raw()) return py::array(dt, shape, strides);
   void* data = t.raw();
   auto* keep = new Tensor(std::move(t));
-  py::capsule base(keep, [](void* p) { delete static_cast<Tensor*>(p); });
+  py::capsule base(keep, kTensorCapsule, [](PyObject* c) { delete static_cast<Tensor*>(PyCapsule_GetPointer(c, kTensorCapsule)); });
   return py::array(dt, shape, strides, data, base);
 }
 
@@ -282,8 +310,11 @@ struct PySession {
   Session session;
   std::unordered_map<std::string, const IoInfo*> all_inputs;  // declared inputs by name
 
-  // feed: {name: value}; outputs: names or None (every output). Returns values in order.
-  py::list run(const py::dict& feed, const py::object& outputs, int64_t timeout_ms) const {
+  // feed: {name: value}; outputs: names or None (every output); outputs_for: the session
+  // the outputs go to next, or None; profile: a list to append {node, op_type, ms, shapes}
+  // dicts to, or None. Returns values in order.
+  py::list run(const py::dict& feed, const py::object& outputs, int64_t timeout_ms, const PySession* outputs_for,
+               const py::object& profile) const {
     NamedValues in;
     in.reserve(feed.size());
     for (auto [k, v] : feed) {
@@ -292,8 +323,13 @@ struct PySession {
       auto it = all_inputs.find(name);
       in.emplace_back(name, value_from(v, it == all_inputs.end() ? nullptr : it->second, name));
     }
+    if (!profile.is_none() && !py::isinstance<py::list>(profile))
+      raise_status(invalid_argument("profile must be a list to fill, got " + py::repr(profile).cast<std::string>()));
     RunOptions ro;
     ro.timeout_ms = timeout_ms;
+    if (outputs_for) ro.outputs_for = &outputs_for->session;
+    std::vector<NodeProfile> nodes;
+    if (!profile.is_none()) ro.profile = &nodes;
     if (!outputs.is_none()) {
       for (py::handle o : outputs) {
         if (!py::isinstance<py::str>(o)) raise_status(invalid_argument("output names are str, got " + py::repr(o).cast<std::string>()));
@@ -306,6 +342,17 @@ struct PySession {
       got = session.run_values(in, ro);
     }
     if (!got.is_ok()) raise_status(got.status());
+    if (!profile.is_none()) {
+      auto list = py::reinterpret_borrow<py::list>(profile);
+      for (const auto& n : nodes) {
+        py::dict d;
+        d["node"] = n.node;
+        d["op_type"] = n.op_type;
+        d["ms"] = n.ms;
+        d["shapes"] = n.shapes;
+        list.append(d);
+      }
+    }
     py::list out;
     for (auto& [name, v] : *got) out.append(value_to_python(std::move(v)));  // host tensors
     return out;
@@ -405,7 +452,15 @@ PYBIND11_MODULE(_bulkhead, m) {
       .def("__repr__", [](const PyTensor& t) { return "<bulkhead.Tensor " + t.tensor.describe() + " on " + t.device() + ">"; });
 
   py::class_<PySession, std::shared_ptr<PySession>>(m, "Session")
-      .def("run", &PySession::run, py::arg("feed"), py::arg("outputs") = py::none(), py::arg("timeout_ms") = -1)
+      .def("run", &PySession::run, py::arg("feed"), py::arg("outputs") = py::none(), py::arg("timeout_ms") = -1,
+           py::arg("outputs_for") = nullptr, py::arg("profile") = py::none())
+      .def("allocate_input", [](const PySession& s, const std::vector<int64_t>& shape, const std::string& dtype) {
+        DataType t = dtype_from_name(dtype);
+        if (t == DataType::kUndefined) raise_status(invalid_argument("allocate_input: unknown element type '" + dtype + "'"));
+        if (t == DataType::kString || t == DataType::kBFloat16)
+          raise_status(invalid_argument("allocate_input: numpy cannot view a " + dtype + " tensor in place; pass the array itself"));
+        return array_from(unwrap(s.session.allocate_input(t, Shape(shape.begin(), shape.end()))));
+      }, py::arg("shape"), py::arg("dtype") = "float32")
       .def_property_readonly("inputs", [](const PySession& s) {
         py::list l;
         for (const auto& io : s.session.inputs()) l.append(io_dict(io));
