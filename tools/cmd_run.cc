@@ -39,6 +39,7 @@ struct RunArgs {
   bool quiet = false;
   bool profile = false;
   int profile_nodes = 8;
+  int profile_runs = 1;
 };
 
 // "3.7 MiB", "12.0 KiB", "512 B".
@@ -84,10 +85,39 @@ std::string stats(const Tensor& t) {
   return r;
 }
 
+// `runs` more runs, timed per node: each node's (and hand-off entry's) median over them,
+// in the order of the first run. A node that runs several times in one run (inside a
+// Loop) counts its sum per run.
+Result<std::vector<NodeProfile>> profiled_runs(const Session& session, const NamedTensors& inputs, int runs) {
+  std::vector<NodeProfile> order;
+  std::map<std::pair<std::string, std::string>, std::vector<double>> times;
+  for (int r = 0; r < runs; ++r) {
+    std::vector<NodeProfile> prof;
+    RunOptions ro;
+    ro.profile = &prof;
+    auto out = session.run(inputs, ro);
+    if (!out.is_ok()) return out.status();
+    std::map<std::pair<std::string, std::string>, double> this_run;
+    for (const auto& p : prof) {
+      auto [it, fresh] = this_run.try_emplace({p.node, p.op_type}, 0.0);
+      it->second += p.ms;
+      if (fresh && r == 0) order.push_back(p);
+    }
+    for (const auto& [key, ms] : this_run) times[key].push_back(ms);
+  }
+  for (auto& p : order) {
+    auto& v = times[{p.node, p.op_type}];
+    std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
+    p.ms = v[v.size() / 2];
+  }
+  return order;
+}
+
 int run_cmd(const RunArgs& a) {
   const std::string cmd = "run";
   if (a.repeat < 1) return fail(cmd, "--repeat must be at least 1, got " + std::to_string(a.repeat), 2);
   if (a.profile_nodes < 0) return fail(cmd, "--profile-nodes must be >= 0, got " + std::to_string(a.profile_nodes), 2);
+  if (a.profile_runs < 1) return fail(cmd, "--profile-runs must be at least 1, got " + std::to_string(a.profile_runs), 2);
   if (a.warmup < -1) return fail(cmd, "--warmup must be >= 0, got " + std::to_string(a.warmup), 2);
   if (a.threads < 0 || a.threads > SessionOptions::kMaxThreads)
     return fail(cmd, "--threads must be 0.." + std::to_string(SessionOptions::kMaxThreads) + " (0 = every core), got " + std::to_string(a.threads), 2);
@@ -178,21 +208,17 @@ int run_cmd(const RunArgs& a) {
     if (i >= warmup) ms.push_back(dt);
   }
   if (a.profile) {
-    // One more run, timed per node, summed by operator type.
-    std::vector<NodeProfile> prof;
-    RunOptions ro;
-    ro.profile = &prof;
-    auto r = session->run(inputs, ro);
-    if (!r.is_ok()) return fail(cmd, r.status());
+    auto prof = profiled_runs(*session, inputs, a.profile_runs);
+    if (!prof.is_ok()) return fail(cmd, prof.status());
     // A worker process's hand-off (the inputs' and outputs' copies, messages and
     // wake-ups) is reported apart from the kernels.
-    auto kernels_end = std::stable_partition(prof.begin(), prof.end(),
+    auto kernels_end = std::stable_partition(prof->begin(), prof->end(),
                                              [](const NodeProfile& p) { return p.op_type != isolate::kIsolationOp; });
-    const std::vector<NodeProfile> handoff(kernels_end, prof.end());
-    prof.erase(kernels_end, prof.end());
+    const std::vector<NodeProfile> handoff(kernels_end, prof->end());
+    prof->erase(kernels_end, prof->end());
     std::map<std::string, std::pair<double, int>> by_op;
     double total = 0;
-    for (auto& p : prof) {
+    for (auto& p : *prof) {
       by_op[p.op_type].first += p.ms;
       by_op[p.op_type].second++;
       total += p.ms;
@@ -200,14 +226,15 @@ int run_cmd(const RunArgs& a) {
     std::vector<std::pair<double, std::string>> order;
     for (auto& [op, v] : by_op) order.emplace_back(v.first, op);
     std::sort(order.rbegin(), order.rend());
-    std::printf("profile (one run, %.3f ms in kernels):\n", total);
+    if (a.profile_runs == 1) std::printf("profile (one run, %.3f ms in kernels):\n", total);
+    else std::printf("profile (each node's median over %d runs, %.3f ms in kernels):\n", a.profile_runs, total);
     for (auto& [ms, op] : order)
       std::printf("  %-24s %5d nodes %9.3f ms %5.1f%%\n", op.c_str(), by_op[op].second, ms, 100 * ms / total);
-    std::sort(prof.begin(), prof.end(), [](const NodeProfile& x, const NodeProfile& y) { return x.ms > y.ms; });
+    std::sort(prof->begin(), prof->end(), [](const NodeProfile& x, const NodeProfile& y) { return x.ms > y.ms; });
     std::printf("slowest nodes:\n");
-    for (size_t i = 0; i < prof.size() && i < static_cast<size_t>(a.profile_nodes); ++i)
-      std::printf("  %-28s %-14s %9.3f ms  %s\n", printable(prof[i].node).c_str(), printable(prof[i].op_type).c_str(), prof[i].ms,
-                  prof[i].shapes.c_str());
+    for (size_t i = 0; i < prof->size() && i < static_cast<size_t>(a.profile_nodes); ++i)
+      std::printf("  %-28s %-14s %9.3f ms  %s\n", printable((*prof)[i].node).c_str(), printable((*prof)[i].op_type).c_str(),
+                  (*prof)[i].ms, (*prof)[i].shapes.c_str());
     if (!handoff.empty()) {
       double sum = 0;
       for (auto& h : handoff) sum += h.ms;
@@ -302,8 +329,9 @@ void add_run(CLI::App& app) {
   cmd->add_option("--max-tensor-size", a->max_tensor_size, "largest tensor a run may create, e.g. 2G (default: no limit)");
   cmd->add_option("--max-loop-iterations", a->max_loop_iterations, "most iterations of one Loop/Scan node per run (default: no limit)");
   cmd->add_flag("-q,--quiet", a->quiet, "print only the session-creation and latency lines");
-  cmd->add_flag("--profile", a->profile, "print time per operator type for one extra run");
+  cmd->add_flag("--profile", a->profile, "print time per operator type for extra runs (--profile-runs, default one)");
   cmd->add_option("--profile-nodes", a->profile_nodes, "with --profile: how many of the slowest nodes to list (default 8)");
+  cmd->add_option("--profile-runs", a->profile_runs, "with --profile: profiled runs; each node's median over them is printed (default 1)");
   cmd->callback([a]() {
     int rc = run_cmd(*a);
     if (rc) throw CLI::RuntimeError(rc);

@@ -171,6 +171,17 @@ TEST_F(Cli, RunWithProcessIsolationMatchesInProcess) {
   Outcome d = bulkhead(base + " --profile", dir_);
   ASSERT_EQ(d.code, 0) << d.err;
   EXPECT_EQ(d.out.find("hand-off"), std::string::npos) << d.out;
+  EXPECT_NE(d.out.find("profile (one run, "), std::string::npos) << d.out;
+  // Medians over several profiled runs: the same nodes, listed once each.
+  Outcome e = bulkhead(base + " --profile --profile-runs 5 --profile-nodes 1000", dir_);
+  ASSERT_EQ(e.code, 0) << e.err;
+  EXPECT_NE(e.out.find("profile (each node's median over 5 runs, "), std::string::npos) << e.out;
+  auto slowest = [](const std::string& out) {
+    std::string tail = out.substr(out.find("slowest nodes:"));
+    tail = tail.substr(0, tail.find("\nmodel "));
+    return std::count(tail.begin(), tail.end(), '\n');
+  };
+  EXPECT_EQ(slowest(e.out), slowest(bulkhead(base + " --profile --profile-nodes 1000", dir_).out)) << e.out;
 }
 
 TEST_F(Cli, ReleaseIdleMemoryGivesTheSameOutputs) {
@@ -207,6 +218,7 @@ TEST_F(Cli, HostileOptionsAreOneClearLine) {
   std::string base = "run " + m("add.onnx") + " -i x=" + m("x.npy") + " -i z=" + m("x.npy");
   expect_error(base + " --threads 100000", "--threads must be 0..1024");
   expect_error(base + " --warmup -3", "--warmup must be >= 0, got -3");
+  expect_error(base + " --profile --profile-runs 0", "--profile-runs must be at least 1, got 0");
   expect_error(base + " -o ''", "--output-dir is empty");
   expect_error(base + " --device cpu,,", "has an empty entry in 'cpu,,'");
   expect_error(base + " --device vulkan,cpu --submit-policy auto:-5K -o " + m("out"), "auto:-5K");
