@@ -818,6 +818,7 @@ class ConvKernel final : public Kernel {
   std::shared_ptr<SharedConstants> shared_;
   mutable std::mutex mu_;
   mutable std::map<std::vector<int64_t>, std::shared_ptr<const Plan>> plans_;
+  CallPool calls_{eng_};
 };
 
 std::shared_ptr<const ConvKernel::Plan> ConvKernel::plan_for(const Shape& x, const Shape& w, bool has_bias,
@@ -1049,50 +1050,46 @@ Status ConvKernel::run_dnnl(KernelContext& ctx, const Plan& p, const Tensor& x, 
                             Tensor& y, const Tensor* sum) const {
   CallScratch sc{ctx, {}};
   try {
-    dnnl::stream s(eng_);
-    memory usr_src(p.user_src, eng_, x.raw());
-    memory usr_dst(p.user_dst, eng_, y.raw());
-    memory src = usr_src, dst = usr_dst;
+    CallPool::Call call(calls_);
+    const memory& usr_src = call.memory(p.user_src, x.raw());
+    const memory& usr_dst = call.memory(p.user_dst, y.raw());
+    const memory *src = &usr_src, *dst = &usr_dst;
     if (p.re_src) {
       BH_ASSIGN_OR_RETURN(void* buf, sc.get(p.src_md.get_size()));
-      src = memory(p.src_md, eng_, buf);
-      BH_RETURN_IF_ERROR(run_reorder(p.src_re, s, eng_, usr_src, src, sc));
+      src = &call.memory(p.src_md, buf);
+      BH_RETURN_IF_ERROR(run_reorder(p.src_re, call, usr_src, *src, sc));
     }
-    memory wm;
-    if (p.has_packed) {
-      wm = p.packed_w;
-    } else {
-      memory usr_w(p.user_w, eng_, w.raw());
-      wm = usr_w;
+    const memory* wm = &p.packed_w;
+    if (!p.has_packed) {
+      wm = &call.memory(p.user_w, w.raw());
       if (p.re_w) {
+        const memory& usr_w = *wm;
         BH_ASSIGN_OR_RETURN(void* buf, sc.get(p.w_md.get_size()));
-        wm = memory(p.w_md, eng_, buf);
-        BH_RETURN_IF_ERROR(run_reorder(p.w_re, s, eng_, usr_w, wm, sc));
+        wm = &call.memory(p.w_md, buf);
+        BH_RETURN_IF_ERROR(run_reorder(p.w_re, call, usr_w, *wm, sc));
       }
     }
     if (p.re_dst) {
       BH_ASSIGN_OR_RETURN(void* buf, sc.get(p.dst_md.get_size()));
-      dst = memory(p.dst_md, eng_, buf);
+      dst = &call.memory(p.dst_md, buf);
     }
     if (sum) {
       // The sum post-op adds to what dst holds.
       if (p.re_dst) {
-        memory usr_sum(p.user_dst, eng_, sum->raw());
-        BH_RETURN_IF_ERROR(run_reorder(p.dst_in_re, s, eng_, usr_sum, dst, sc));
+        BH_RETURN_IF_ERROR(run_reorder(p.dst_in_re, call, call.memory(p.user_dst, sum->raw()), *dst, sc));
       } else if (y.raw() != sum->raw()) {  // else the output was written over the summand
         std::memcpy(y.raw(), sum->raw(), y.nbytes());
       }
     }
-    std::unordered_map<int, memory> args{{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wm}, {DNNL_ARG_DST, dst}};
-    if (b) args.emplace(DNNL_ARG_BIAS, memory(p.bias_md, eng_, b->raw()));
-    size_t ss = p.scratch_md.get_size();
-    if (ss) {
+    const memory* bias = b ? &call.memory(p.bias_md, b->raw()) : nullptr;
+    const memory* scratch = nullptr;
+    if (size_t ss = p.scratch_md.get_size()) {
       BH_ASSIGN_OR_RETURN(void* buf, sc.get(ss));
-      args.emplace(DNNL_ARG_SCRATCHPAD, memory(p.scratch_md, eng_, buf));
+      scratch = &call.memory(p.scratch_md, buf);
     }
-    p.prim.execute(s, args);
-    if (p.re_dst) BH_RETURN_IF_ERROR(run_reorder(p.dst_re, s, eng_, dst, usr_dst, sc));
-    s.wait();
+    call.execute(p.prim, {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wm}, {DNNL_ARG_DST, dst}, {DNNL_ARG_BIAS, bias},
+                          {DNNL_ARG_SCRATCHPAD, scratch}});
+    if (p.re_dst) BH_RETURN_IF_ERROR(run_reorder(p.dst_re, call, *dst, usr_dst, sc));
   } catch (const dnnl::error& e) {
     return internal_error(ctx.where() + "oneDNN failed: " + e.what());
   }
@@ -1789,6 +1786,7 @@ class IntConvKernel final : public Kernel {
   std::shared_ptr<SharedConstants> shared_;
   mutable std::mutex mu_;
   mutable std::map<std::vector<int64_t>, std::shared_ptr<const Plan>> plans_;
+  CallPool calls_{eng_};
 };
 
 // A kernel context whose input 0 and output 0 are NCHW copies of a channels-last input and
@@ -1833,11 +1831,12 @@ class PlainLayoutContext final : public SubstituteContext {
     try {
       const memory::desc plain = plain_md(logical, *t), nhwc = nhwc_md(logical, *t);
       Reorder r = Reorder::make(eng_, to_nhwc ? plain : nhwc, to_nhwc ? nhwc : plain);
-      dnnl::stream s(eng_);
-      memory from(to_nhwc ? plain : nhwc, eng_, const_cast<void*>(src.raw())), to(to_nhwc ? nhwc : plain, eng_, const_cast<void*>(dst.raw()));
+      // A rare path (a fallback's copies): a pool of its own for the one call.
+      CallPool pool(eng_);
+      CallPool::Call call(pool);
       CallScratch sc{inner_, {}};
-      BH_RETURN_IF_ERROR(run_reorder(r, s, eng_, from, to, sc));
-      s.wait();
+      BH_RETURN_IF_ERROR(run_reorder(r, call, call.memory(to_nhwc ? plain : nhwc, const_cast<void*>(src.raw())),
+                                     call.memory(to_nhwc ? nhwc : plain, const_cast<void*>(dst.raw())), sc));
     } catch (const dnnl::error& e) {
       return internal_error(inner_.where() + "oneDNN reorder failed: " + e.what());
     }
@@ -2090,44 +2089,41 @@ Status IntConvKernel::compute_on(KernelContext& ctx, bool xn, bool yn, bool* pla
   }
   CallScratch sc{ctx, {}};
   try {
-    dnnl::stream s(eng_);
-    memory usr_src(p->user_src, eng_, f32 ? xf.raw() : const_cast<void*>(x->raw()));
-    memory usr_dst(p->user_dst, eng_, f32 ? sums_f.raw() : dst_t.raw());
-    memory src = usr_src, dst = usr_dst;
+    CallPool::Call call(calls_);
+    const memory& usr_src = call.memory(p->user_src, f32 ? xf.raw() : const_cast<void*>(x->raw()));
+    const memory& usr_dst = call.memory(p->user_dst, f32 ? sums_f.raw() : dst_t.raw());
+    const memory *src = &usr_src, *dst = &usr_dst;
     if (p->re_src) {
       BH_ASSIGN_OR_RETURN(void* buf, sc.get(p->src_md.get_size()));
-      src = memory(p->src_md, eng_, buf);
-      BH_RETURN_IF_ERROR(run_reorder(p->src_re, s, eng_, usr_src, src, sc));
+      src = &call.memory(p->src_md, buf);
+      BH_RETURN_IF_ERROR(run_reorder(p->src_re, call, usr_src, *src, sc));
     }
-    memory wm;
-    if (p->has_packed) {
-      wm = p->packed_w;
-    } else {
-      memory usr_w(p->user_w, eng_, const_cast<void*>(w->raw()));
-      wm = usr_w;
+    const memory* wm = &p->packed_w;
+    if (!p->has_packed) {
+      wm = &call.memory(p->user_w, const_cast<void*>(w->raw()));
       if (p->re_w) {
+        const memory& usr_w = *wm;
         BH_ASSIGN_OR_RETURN(void* buf, sc.get(p->w_md.get_size()));
-        wm = memory(p->w_md, eng_, buf);
-        BH_RETURN_IF_ERROR(run_reorder(p->w_re, s, eng_, usr_w, wm, sc));
+        wm = &call.memory(p->w_md, buf);
+        BH_RETURN_IF_ERROR(run_reorder(p->w_re, call, usr_w, *wm, sc));
       }
     }
     if (p->re_dst) {
       BH_ASSIGN_OR_RETURN(void* buf, sc.get(p->dst_md.get_size()));
-      dst = memory(p->dst_md, eng_, buf);
+      dst = &call.memory(p->dst_md, buf);
     }
     int32_t zx32 = static_cast<int32_t>(zx);
-    std::unordered_map<int, memory> args{{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wm}, {DNNL_ARG_DST, dst}};
-    if (p->zx)
-      args.emplace(DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC,
-                   memory({{1}, memory::data_type::s32, memory::format_tag::a}, eng_, &zx32));
-    if (fused && bias) args.emplace(DNNL_ARG_BIAS, memory(p->bias_md, eng_, const_cast<void*>(bias->raw())));
+    const memory* zero_point = p->zx ? &call.memory(zero_point_md(), &zx32) : nullptr;
+    const memory* bias_m = fused && bias ? &call.memory(p->bias_md, const_cast<void*>(bias->raw())) : nullptr;
+    const memory* scratch = nullptr;
     if (size_t ss = p->scratch_md.get_size()) {
       BH_ASSIGN_OR_RETURN(void* buf, sc.get(ss));
-      args.emplace(DNNL_ARG_SCRATCHPAD, memory(p->scratch_md, eng_, buf));
+      scratch = &call.memory(p->scratch_md, buf);
     }
-    p->prim.execute(s, args);
-    if (p->re_dst) BH_RETURN_IF_ERROR(run_reorder(p->dst_re, s, eng_, dst, usr_dst, sc));
-    s.wait();
+    call.execute(p->prim, {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wm}, {DNNL_ARG_DST, dst},
+                           {DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC, zero_point}, {DNNL_ARG_BIAS, bias_m},
+                           {DNNL_ARG_SCRATCHPAD, scratch}});
+    if (p->re_dst) BH_RETURN_IF_ERROR(run_reorder(p->dst_re, call, *dst, usr_dst, sc));
   } catch (const dnnl::error& e) {
     return internal_error(ctx.where() + "oneDNN failed: " + e.what());
   }

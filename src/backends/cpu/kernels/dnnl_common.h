@@ -17,6 +17,7 @@
 #include <omp.h>
 
 #include "backend/kernel.h"
+#include "backends/cpu/kernels/dnnl_call.h"
 #include "backends/cpu/core_budget.h"
 #include "memory/host_pages.h"
 
@@ -243,6 +244,12 @@ inline PackedWeights pack_constant_shared(const std::shared_ptr<SharedConstants>
   return {memory(to, eng, bytes->data), bytes};
 }
 
+// A run-time zero point's descriptor (one int32).
+inline const memory::desc& zero_point_md() {
+  static const memory::desc md({1}, memory::data_type::s32, memory::format_tag::a);
+  return md;
+}
+
 // Memory for one call: scratch tensors from the context, kept alive until the call ends.
 struct CallScratch {
   KernelContext& ctx;
@@ -254,14 +261,13 @@ struct CallScratch {
   }
 };
 
-inline Status run_reorder(const Reorder& r, dnnl::stream& s, const dnnl::engine& eng, memory& from, memory& to,
-                          CallScratch& sc) {
-  std::unordered_map<int, memory> args{{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}};
+inline Status run_reorder(const Reorder& r, CallPool::Call& call, const memory& from, const memory& to, CallScratch& sc) {
+  const memory* scratch = nullptr;
   if (r.scratch) {
     BH_ASSIGN_OR_RETURN(void* p, sc.get(r.scratch));
-    args.emplace(DNNL_ARG_SCRATCHPAD, memory(r.scratch_md, eng, p));
+    scratch = &call.memory(r.scratch_md, p);
   }
-  r.prim.execute(s, args);
+  call.execute(r.prim, {{DNNL_ARG_FROM, &from}, {DNNL_ARG_TO, &to}, {DNNL_ARG_SCRATCHPAD, scratch}});
   return Status::ok();
 }
 

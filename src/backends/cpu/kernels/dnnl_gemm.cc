@@ -290,19 +290,19 @@ class Bf16ProductKernel final : public Kernel {
     if (use_c) fill_broadcast_c<float>(*C, M, N, 1.f, y.data<float>());
     CallScratch sc{ctx, {}};
     try {
-      dnnl::stream st(eng_);
-      memory usr_a(p->user_a, eng_, const_cast<void*>(A->raw()));
+      CallPool::Call call(calls_);
+      const memory& usr_a = call.memory(p->user_a, const_cast<void*>(A->raw()));
       BH_ASSIGN_OR_RETURN(void* abuf, sc.get(p->a_md.get_size()));
-      memory a(p->a_md, eng_, abuf);
-      BH_RETURN_IF_ERROR(run_reorder(p->a_re, st, eng_, usr_a, a, sc));
-      memory dst(p->dst_md, eng_, y.raw());
-      std::unordered_map<int, memory> args{{DNNL_ARG_SRC, a}, {DNNL_ARG_WEIGHTS, p->packed_b}, {DNNL_ARG_DST, dst}};
+      const memory& a = call.memory(p->a_md, abuf);
+      BH_RETURN_IF_ERROR(run_reorder(p->a_re, call, usr_a, a, sc));
+      const memory& dst = call.memory(p->dst_md, y.raw());
+      const memory* scratch = nullptr;
       if (size_t ss = p->scratch_md.get_size()) {
         BH_ASSIGN_OR_RETURN(void* buf, sc.get(ss));
-        args.emplace(DNNL_ARG_SCRATCHPAD, memory(p->scratch_md, eng_, buf));
+        scratch = &call.memory(p->scratch_md, buf);
       }
-      p->prim.execute(st, args);
-      st.wait();
+      call.execute(p->prim, {{DNNL_ARG_SRC, &a}, {DNNL_ARG_WEIGHTS, &p->packed_b}, {DNNL_ARG_DST, &dst},
+                             {DNNL_ARG_SCRATCHPAD, scratch}});
     } catch (const dnnl::error& e) {
       return internal_error(ctx.where() + "oneDNN bfloat16 matmul failed: " + e.what());
     }
@@ -367,6 +367,7 @@ class Bf16ProductKernel final : public Kernel {
   std::shared_ptr<SharedConstants> shared_;
   mutable std::mutex mu_;
   mutable std::map<std::pair<std::vector<int64_t>, int>, std::shared_ptr<const Plan>> plans_;
+  CallPool calls_{eng_};
 };
 
 // The bf16 kernel for a node the layout pass marked (`_precision` = "bf16") whose B is a

@@ -65,6 +65,7 @@ class Int8MatMulKernel final : public Kernel {
   std::shared_ptr<SharedConstants> shared_;
   mutable std::mutex mu_;
   mutable std::map<std::vector<int64_t>, std::shared_ptr<const Plan>> plans_;
+  CallPool calls_{eng_};
 };
 
 std::shared_ptr<const Int8MatMulKernel::Plan> Int8MatMulKernel::plan_for(int64_t R, int64_t K, int64_t N, DataType at,
@@ -175,21 +176,19 @@ Status Int8MatMulKernel::compute(KernelContext& ctx) const {
   }
   CallScratch sc{ctx, {}};
   try {
-    dnnl::stream s(eng_);
+    CallPool::Call call(calls_);
     int32_t za32 = za;
-    std::unordered_map<int, memory> args{
-        {DNNL_ARG_SRC, memory(p->src_md, eng_, f32 ? af.raw() : const_cast<void*>(A->raw()))},
-        {DNNL_ARG_WEIGHTS, p->has_packed ? p->packed_w : memory(p->user_w, eng_, const_cast<void*>(B->raw()))},
-        {DNNL_ARG_DST, memory(p->dst_md, eng_, f32 ? sums_f.raw() : dst_t.raw())}};
-    if (!f32)
-      args.emplace(DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC,
-                   memory({{1}, memory::data_type::s32, memory::format_tag::a}, eng_, &za32));
+    const memory& src = call.memory(p->src_md, f32 ? af.raw() : const_cast<void*>(A->raw()));
+    const memory& wm = p->has_packed ? p->packed_w : call.memory(p->user_w, const_cast<void*>(B->raw()));
+    const memory& dst = call.memory(p->dst_md, f32 ? sums_f.raw() : dst_t.raw());
+    const memory* zero_point = f32 ? nullptr : &call.memory(zero_point_md(), &za32);
+    const memory* scratch = nullptr;
     if (size_t ss = p->scratch_md.get_size()) {
       BH_ASSIGN_OR_RETURN(void* buf, sc.get(ss));
-      args.emplace(DNNL_ARG_SCRATCHPAD, memory(p->scratch_md, eng_, buf));
+      scratch = &call.memory(p->scratch_md, buf);
     }
-    p->prim.execute(s, args);
-    s.wait();
+    call.execute(p->prim, {{DNNL_ARG_SRC, &src}, {DNNL_ARG_WEIGHTS, &wm}, {DNNL_ARG_DST, &dst},
+                           {DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC, zero_point}, {DNNL_ARG_SCRATCHPAD, scratch}});
   } catch (const dnnl::error& e) {
     return internal_error(ctx.where() + "oneDNN failed: " + e.what());
   }

@@ -144,11 +144,9 @@ class BlockedReorderKernel final : public Kernel {
       std::shared_ptr<const Reorder> r = reorder_for(logical, xbf);
       memory::desc from = to_blocked_ ? plain_md(logical) : blocked_md(logical, dnnl_float_type(x->dtype()));
       memory::desc to = to_blocked_ ? blocked_md(logical) : plain_md(logical);
-      dnnl::stream s(eng_);
-      memory src(from, eng_, const_cast<void*>(x->raw())), dst(to, eng_, y.raw());
+      CallPool::Call call(calls_);
       CallScratch sc{ctx, {}};
-      BH_RETURN_IF_ERROR(run_reorder(*r, s, eng_, src, dst, sc));
-      s.wait();
+      BH_RETURN_IF_ERROR(run_reorder(*r, call, call.memory(from, const_cast<void*>(x->raw())), call.memory(to, y.raw()), sc));
     } catch (const dnnl::error& e) {
       return internal_error(where + "oneDNN reorder failed: " + e.what());
     }
@@ -176,6 +174,7 @@ class BlockedReorderKernel final : public Kernel {
   dnnl::engine eng_;
   mutable std::mutex mu_;
   mutable std::map<std::pair<Dims, int>, std::shared_ptr<const Reorder>> cache_;
+  CallPool calls_{eng_};
 };
 
 // ToNhwc(X: [N, C, H, W]) -> [N, H, W, C] and FromNhwc(X: [N, H, W, C]) -> [N, C, H, W],
@@ -200,11 +199,10 @@ class NhwcReorderKernel final : public Kernel {
     try {
       const memory::desc plain = plain_md(logical, *t), nhwc = nhwc_md(logical, *t);
       std::shared_ptr<const Reorder> r = reorder_for(logical, *t);
-      dnnl::stream s(eng_);
-      memory src(to_nhwc_ ? plain : nhwc, eng_, const_cast<void*>(x->raw())), dst(to_nhwc_ ? nhwc : plain, eng_, y.raw());
+      CallPool::Call call(calls_);
       CallScratch sc{ctx, {}};
-      BH_RETURN_IF_ERROR(run_reorder(*r, s, eng_, src, dst, sc));
-      s.wait();
+      BH_RETURN_IF_ERROR(run_reorder(*r, call, call.memory(to_nhwc_ ? plain : nhwc, const_cast<void*>(x->raw())),
+                                     call.memory(to_nhwc_ ? nhwc : plain, y.raw()), sc));
     } catch (const dnnl::error& e) {
       return internal_error(where + "oneDNN reorder failed: " + e.what());
     }
@@ -227,6 +225,7 @@ class NhwcReorderKernel final : public Kernel {
   dnnl::engine eng_;
   mutable std::mutex mu_;
   mutable std::map<std::pair<Dims, int>, std::shared_ptr<const Reorder>> cache_;
+  CallPool calls_{eng_};
 };
 
 Result<std::unique_ptr<Kernel>> make_blocked_reorder(const KernelInfo& info, bool to_blocked) {

@@ -223,6 +223,7 @@ class PoolKernel final : public Kernel {
   bool nhwc_ = false;
   mutable std::mutex mu_;
   mutable std::map<std::pair<Shape, int>, std::shared_ptr<const Plan>> plans_;
+  dnnl_util::CallPool calls_{eng_};
 };
 
 // Max / average pooling of float32 NCHW planes, an output row at a time: for each
@@ -440,16 +441,15 @@ Status PoolKernel::compute(KernelContext& ctx) const {
 
 Status PoolKernel::run_plan(KernelContext& ctx, const Plan& plan, const void* x, void* y) const {
   try {
-    dnnl::stream s(eng_);
+    dnnl_util::CallPool::Call call(calls_);
     Tensor scratch;  // alive until the primitive has finished
-    std::unordered_map<int, memory> args{{DNNL_ARG_SRC, memory(plan.src_md, eng_, const_cast<void*>(x))},
-                                         {DNNL_ARG_DST, memory(plan.dst_md, eng_, y)}};
+    const memory* scratch_m = nullptr;
     if (size_t ss = plan.scratch_md.get_size()) {
       BH_ASSIGN_OR_RETURN(scratch, ctx.allocate_scratch(DataType::kUInt8, Shape{static_cast<int64_t>(ss)}));
-      args.emplace(DNNL_ARG_SCRATCHPAD, memory(plan.scratch_md, eng_, scratch.raw()));
+      scratch_m = &call.memory(plan.scratch_md, scratch.raw());
     }
-    plan.prim.execute(s, args);
-    s.wait();
+    call.execute(plan.prim, {{DNNL_ARG_SRC, &call.memory(plan.src_md, const_cast<void*>(x))},
+                             {DNNL_ARG_DST, &call.memory(plan.dst_md, y)}, {DNNL_ARG_SCRATCHPAD, scratch_m}});
     return Status::ok();
   } catch (const dnnl::error& e) {
     return internal_error(ctx.where() + "oneDNN pooling failed: " + e.what());
