@@ -101,7 +101,7 @@ class KernelContext {
   virtual Result<std::vector<Value>> run_subgraph(const std::string& attr, std::vector<Value> inputs) = 0;
 
   // For errors: "node 'x' (Op): ".
-  virtual std::string where() const = 0;
+  virtual const std::string& where() const = 0;
 
   // The state this kernel's device made for the current run (Device::begin_run), or
   // nullptr when it made none or the call is not part of a run (constant folding).

@@ -80,11 +80,12 @@ class FoldContext final : public KernelContext {
   Result<std::vector<Value>> run_subgraph(const std::string&, std::vector<Value>) override {
     return internal_error(where() + "cannot fold a node with subgraphs");
   }
-  std::string where() const override { return node_.label() + ": "; }
+  const std::string& where() const override { return where_; }
   std::vector<Value>& outputs() { return outputs_; }
 
  private:
   const ir::Node& node_;
+  const std::string where_ = node_.label() + ": ";
   std::vector<Value> inputs_, outputs_;
   Allocator& alloc_;
   uint64_t max_tensor_bytes_;
@@ -216,6 +217,7 @@ Result<std::unique_ptr<CompiledGraph>> compile(const ir::Graph& graph, const Com
   for (const auto& node : graph.nodes) {
     Step step;
     step.node = &node;
+    step.where = node.label() + ": ";
     for (const auto& in : node.inputs) {
       if (in.empty()) { step.in.push_back(-1); continue; }
       if (!defined.count(in)) return invalid_model(node.label() + ": input '" + in + "' is never produced");
@@ -469,7 +471,7 @@ class StepContext final : public KernelContext {
     }
     return run(*it->second, std::move(inputs), rc_, &frame_);
   }
-  std::string where() const override { return step_.node->label() + ": "; }
+  const std::string& where() const override { return step_.where; }
   void* device_run_state() const override {
     return rc_.device_states ? (*rc_.device_states)[step_.placement].get() : nullptr;
   }

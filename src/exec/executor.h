@@ -86,6 +86,7 @@ struct OutputView {
 
 struct Step {
   const ir::Node* node = nullptr;
+  std::string where;  // node->label() + ": ", made once: the prefix of its kernel's messages
   int placement = 0;  // index into CompileOptions::placements
   std::unique_ptr<Kernel> kernel;
   std::vector<int> in, out;   // slots; -1 for omitted

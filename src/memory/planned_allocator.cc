@@ -57,7 +57,13 @@ class RunArena final : public RunAllocator {
   RunArena(std::shared_ptr<PlannedHostAllocator> owner, std::shared_ptr<PlannedHostAllocator::Arena> arena,
            std::shared_ptr<const std::vector<PlannedHostAllocator::Slot>> plan,
            std::shared_ptr<SurvivorRegion> survivors)
-      : owner_(std::move(owner)), arena_(std::move(arena)), plan_(std::move(plan)), survivors_(std::move(survivors)) {}
+      : owner_(std::move(owner)), arena_(std::move(arena)), plan_(std::move(plan)), survivors_(std::move(survivors)) {
+    // A run records as many blocks as the plan holds: room for them at once.
+    if (plan_) {
+      trace_.reserve(plan_->size());
+      open_.reserve(plan_->size());
+    }
+  }
   const Domain& domain() const override { return owner_->domain(); }
   std::string name() const override { return owner_->name() + "/run"; }
   AllocatorStats stats() const override { return owner_->stats(); }

@@ -29,10 +29,11 @@ class InputsOnly final : public KernelContext {
   Result<std::vector<Value>> run_subgraph(const std::string&, std::vector<Value>) override {
     return internal_error("no subgraphs");
   }
-  std::string where() const override { return "test: "; }
+  const std::string& where() const override { return where_; }
 
  private:
   std::vector<Value> in_;
+  std::string where_ = "test: ";
 };
 
 // Records the OpenMP thread count it ran with.

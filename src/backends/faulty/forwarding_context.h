@@ -38,7 +38,7 @@ class ForwardingContext final : public KernelContext {
   Result<std::vector<Value>> run_subgraph(const std::string& attr, std::vector<Value> inputs) override {
     return outer_.run_subgraph(attr, std::move(inputs));
   }
-  std::string where() const override { return outer_.where(); }
+  const std::string& where() const override { return outer_.where(); }
   void* device_run_state() const override { return outer_.device_run_state(); }
 
  private:

@@ -89,7 +89,7 @@ Result<bool> read_bool_scalar(const Value* v, const std::string& what, const Ker
   if (v && v->is_tensor() && v->tensor.dtype() == DataType::kBool && v->tensor.numel() == 1 && v->tensor.raw())
     return *static_cast<const uint8_t*>(v->tensor.raw()) != 0;
   // Error paths only: the node label is built lazily.
-  const std::string where = ctx.where();
+  const std::string& where = ctx.where();
   if (!v || !v->is_tensor()) return invalid_argument(where + what + " must be a bool tensor");
   const Tensor& t = v->tensor;
   if (t.dtype() != DataType::kBool) return invalid_argument(where + what + " must be bool, got " + t.describe());
@@ -151,7 +151,7 @@ DataType declared_dtype(const ir::ValueInfo* vi) {
 // Stacks per-iteration tensors along a new axis `axis` of output `i` (reversed when asked).
 Status stack_output(KernelContext& ctx, int i, const std::vector<Tensor>& items, int64_t axis_attr, bool reverse,
                     const ir::ValueInfo* declared) {
-  const std::string where = ctx.where();
+  const std::string& where = ctx.where();
   if (items.empty()) {
     Shape s = empty_stack_shape(declared, axis_attr, 0);
     BH_ASSIGN_OR_RETURN(Tensor t, ctx.allocate_output(i, declared_dtype(declared), s));
@@ -218,7 +218,7 @@ class LoopKernel final : public Kernel {
   explicit LoopKernel(std::shared_ptr<const ir::Graph> body) : body_(std::move(body)) {}
 
   Status compute(KernelContext& ctx) const override {
-    const std::string where = ctx.where();
+    const std::string& where = ctx.where();
     const int n_carried = std::max(0, ctx.num_inputs() - 2);
     const int n_body_out = static_cast<int>(body_->outputs.size());
     const int n_scan = n_body_out - 1 - n_carried;
@@ -311,7 +311,7 @@ class Scan9Kernel final : public Kernel {
         out_dirs_(std::move(out_dirs)) {}
 
   Status compute(KernelContext& ctx) const override {
-    const std::string where = ctx.where();
+    const std::string& where = ctx.where();
     const int n_in = ctx.num_inputs();
     const int m = static_cast<int>(m_);
     const int n_state = n_in - m;
@@ -416,7 +416,7 @@ class Scan8Kernel final : public Kernel {
       : body_(std::move(body)), m_(num_scan_inputs), dirs_(std::move(dirs)) {}
 
   Status compute(KernelContext& ctx) const override {
-    const std::string where = ctx.where();
+    const std::string& where = ctx.where();
     const int n_in = ctx.num_inputs();
     const int m = static_cast<int>(m_);
     const int n_state = n_in - 1 - m;
@@ -573,7 +573,7 @@ class SequenceMapKernel final : public Kernel {
   explicit SequenceMapKernel(std::shared_ptr<const ir::Graph> body) : body_(std::move(body)) {}
 
   Status compute(KernelContext& ctx) const override {
-    const std::string where = ctx.where();
+    const std::string& where = ctx.where();
     const int n_in = ctx.num_inputs();
     const Value* seq0 = ctx.input_value(0);
     if (!seq0 || !seq0->is_sequence()) return invalid_argument(where + "input 0 must be a sequence");
@@ -663,7 +663,7 @@ Result<std::unique_ptr<Kernel>> make_sequence_construct(const KernelInfo& info) 
 
 Result<std::unique_ptr<Kernel>> make_sequence_at(const KernelInfo& info) {
   return make_kernel([](KernelContext& ctx) -> Status {
-    const std::string where = ctx.where();
+    const std::string& where = ctx.where();
     BH_ASSIGN_OR_RETURN(const Value* seq, sequence_input(ctx, 0));
     BH_ASSIGN_OR_RETURN(int64_t pos, read_int_scalar(ctx.input(1), "position", where));
     int64_t n = static_cast<int64_t>(seq->sequence.size());
@@ -677,7 +677,7 @@ Result<std::unique_ptr<Kernel>> make_sequence_at(const KernelInfo& info) {
 
 Result<std::unique_ptr<Kernel>> make_sequence_insert(const KernelInfo& info) {
   return make_kernel([](KernelContext& ctx) -> Status {
-    const std::string where = ctx.where();
+    const std::string& where = ctx.where();
     BH_ASSIGN_OR_RETURN(const Value* seq, sequence_input(ctx, 0));
     const Tensor* t = ctx.input(1);
     if (!t) return invalid_argument(where + "input 1 must be a tensor");
@@ -701,7 +701,7 @@ Result<std::unique_ptr<Kernel>> make_sequence_insert(const KernelInfo& info) {
 
 Result<std::unique_ptr<Kernel>> make_sequence_erase(const KernelInfo& info) {
   return make_kernel([](KernelContext& ctx) -> Status {
-    const std::string where = ctx.where();
+    const std::string& where = ctx.where();
     BH_ASSIGN_OR_RETURN(const Value* seq, sequence_input(ctx, 0));
     int64_t n = static_cast<int64_t>(seq->sequence.size());
     int64_t pos = n - 1;
@@ -731,7 +731,7 @@ Result<std::unique_ptr<Kernel>> make_split_to_sequence(const KernelInfo& info) {
   int64_t axis_attr = info.node.attr_int("axis", 0);
   bool keepdims = info.node.attr_int("keepdims", 1) != 0;
   return make_kernel([axis_attr, keepdims](KernelContext& ctx) -> Status {
-    const std::string where = ctx.where();
+    const std::string& where = ctx.where();
     const Tensor* x = ctx.input(0);
     if (!x) return invalid_argument(where + "input must be a tensor");
     if (x->rank() < 1) return invalid_argument(where + "input must have rank >= 1, got " + x->describe());
@@ -788,7 +788,7 @@ Result<std::unique_ptr<Kernel>> make_concat_from_sequence(const KernelInfo& info
   int64_t axis_attr = info.node.attr_int("axis", 0);
   bool new_axis = info.node.attr_int("new_axis", 0) != 0;
   return make_kernel([axis_attr, new_axis](KernelContext& ctx) -> Status {
-    const std::string where = ctx.where();
+    const std::string& where = ctx.where();
     BH_ASSIGN_OR_RETURN(const Value* seq, sequence_input(ctx, 0));
     if (seq->sequence.empty()) return invalid_argument(where + "input sequence is empty");
     const Tensor& first = seq->sequence[0];

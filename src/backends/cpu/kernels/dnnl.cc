@@ -79,7 +79,7 @@ class SubstituteContext : public KernelContext {
   Result<std::vector<Value>> run_subgraph(const std::string& attr, std::vector<Value> inputs) override {
     return inner_.run_subgraph(attr, std::move(inputs));
   }
-  std::string where() const override { return inner_.where(); }
+  const std::string& where() const override { return inner_.where(); }
 
  protected:
   KernelContext& inner_;
@@ -824,7 +824,10 @@ class ConvKernel final : public Kernel {
 std::shared_ptr<const ConvKernel::Plan> ConvKernel::plan_for(const Shape& x, const Shape& w, bool has_bias,
                                                              const Geometry& g, int64_t G, bool xb, bool yb, bool xbf,
                                                              bool ybf) const {
-  std::vector<int64_t> key(x.begin(), x.end());
+  // The key is built in this thread's own vector: a lookup that finds its plan (every
+  // run after the first) allocates nothing.
+  thread_local std::vector<int64_t> key;
+  key.assign(x.begin(), x.end());
   key.push_back(-1);
   key.insert(key.end(), w.begin(), w.end());
   key.push_back(has_bias ? 1 : 0);
@@ -835,11 +838,11 @@ std::shared_ptr<const ConvKernel::Plan> ConvKernel::plan_for(const Shape& x, con
   // oneDNN fixes a primitive's thread count when it is made (the calling thread's OpenMP
   // count, which is what the core budget granted this run), so a session keeps one plan
   // per count it has been granted; the plans of one problem share their packed weights.
-  const std::vector<int64_t> problem = key;
   key.push_back(omp_get_max_threads());
   std::lock_guard<std::mutex> lock(mu_);
   auto it = plans_.find(key);
   if (it != plans_.end()) return it->second;
+  const std::vector<int64_t> problem(key.begin(), key.end() - 1);
 
   std::shared_ptr<Plan> p;
   // In bfloat16 first when the session asked for it, then in float32 where oneDNN has no
@@ -1097,7 +1100,7 @@ Status ConvKernel::run_dnnl(KernelContext& ctx, const Plan& p, const Tensor& x, 
 }
 
 Status ConvKernel::compute(KernelContext& ctx) const {
-  const std::string where = ctx.where();
+  const std::string& where = ctx.where();
   const Tensor* x = ctx.input(0);
   const Tensor* w = const_w_.defined() ? &const_w_ : ctx.input(1);
   const Tensor* b = ctx.input(2);
@@ -1353,7 +1356,7 @@ void ConvKernel::prepare(const KernelInfo& info) const {
 Status ConvKernel::conv_into(KernelContext& ctx, const Tensor& xt, const Tensor& wt, const Tensor* b, Tensor& y,
                              const Geometry& g, const std::vector<PostOp>& ops, const Tensor* sum,
                              const int64_t* planes) const {
-  const std::string where = ctx.where();
+  const std::string& where = ctx.where();
   const Tensor* x = &xt;
   const Tensor* w = &wt;
   DataType dt = x->dtype();

@@ -91,7 +91,7 @@ void matmul_loops(const T* a, const T* b, T* y, const std::vector<int64_t>& oa, 
 }
 
 Status matmul_compute(KernelContext& ctx) {
-  const std::string where = ctx.where();
+  const std::string& where = ctx.where();
   const Tensor* A = ctx.input(0);
   const Tensor* B = ctx.input(1);
   if (!A || !B) return invalid_argument(where + "inputs A and B are required");
@@ -185,7 +185,7 @@ void gemm_typed(const GemmAttrs& g, const Tensor& A, const Tensor& B, const Tens
 }
 
 Status gemm_compute(const GemmAttrs& g, KernelContext& ctx) {
-  const std::string where = ctx.where();
+  const std::string& where = ctx.where();
   const Tensor* A = ctx.input(0);
   const Tensor* B = ctx.input(1);
   const Tensor* C = ctx.input(2);

@@ -101,7 +101,7 @@ class BlockedReorderKernel final : public Kernel {
       : to_blocked_(to_blocked), channels_(channels), ops_(std::move(ops)), eng_(std::move(eng)) {}
 
   Status compute(KernelContext& ctx) const override {
-    const std::string where = ctx.where();
+    const std::string& where = ctx.where();
     const Tensor* x = ctx.input(0);
     if (!x) return invalid_argument(where + "input X is required");
     const bool xbf = !to_blocked_ && x->dtype() == DataType::kBFloat16;
@@ -184,7 +184,7 @@ class NhwcReorderKernel final : public Kernel {
   NhwcReorderKernel(bool to_nhwc, dnnl::engine eng) : to_nhwc_(to_nhwc), eng_(std::move(eng)) {}
 
   Status compute(KernelContext& ctx) const override {
-    const std::string where = ctx.where();
+    const std::string& where = ctx.where();
     const Tensor* x = ctx.input(0);
     if (!x) return invalid_argument(where + "input X is required");
     if (x->rank() != 4)

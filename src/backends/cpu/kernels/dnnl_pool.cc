@@ -394,7 +394,7 @@ std::shared_ptr<const PoolKernel::Plan> PoolKernel::plan_for(const Shape& x, con
 }
 
 Status PoolKernel::compute(KernelContext& ctx) const {
-  const std::string where = ctx.where();
+  const std::string& where = ctx.where();
   const Tensor* x = ctx.input(0);
   if (!x) return invalid_argument(where + "input X is required");
   DataType dt = x->dtype();
@@ -502,7 +502,7 @@ void max_pool_nhwc(const Geo3& g, const T* x, T* y, int64_t N, int64_t C, int th
 }
 
 Status PoolKernel::compute_nhwc(KernelContext& ctx, const Tensor& x) const {
-  const std::string where = ctx.where();
+  const std::string& where = ctx.where();
   const DataType dt = x.dtype();
   if (a_.kind != PoolKind::kMax || (dt != DataType::kUInt8 && dt != DataType::kInt8) || x.rank() != 4)
     return invalid_argument(where + "a channels-last pooling is a MaxPool of a uint8 or int8 [N, H, W, C] input, got " +
@@ -522,7 +522,7 @@ Status PoolKernel::compute_nhwc(KernelContext& ctx, const Tensor& x) const {
 }
 
 Status PoolKernel::compute_blocked(KernelContext& ctx, const Tensor& x) const {
-  const std::string where = ctx.where();
+  const std::string& where = ctx.where();
   using dnnl_util::kBlock;
   if (x.dtype() != DataType::kFloat32 || x.rank() != 5 || x.dim(4) != kBlock || a_.kind == PoolKind::kLp)
     return invalid_argument(where + "an nChw16c pooling needs a float32 [N, C/16, H, W, 16] input, got " + x.describe());
@@ -622,7 +622,7 @@ Status global_pool_blocked(PoolKind kind, const Tensor& x, KernelContext& ctx) {
 }
 
 Status global_pool_compute(PoolKind kind, double p, KernelContext& ctx, bool blocked = false) {
-  const std::string where = ctx.where();
+  const std::string& where = ctx.where();
   const Tensor* x = ctx.input(0);
   if (!x) return invalid_argument(where + "input X is required");
   if (blocked) return global_pool_blocked(kind, *x, ctx);
@@ -738,7 +738,7 @@ Status batchnorm_typed(KernelContext& ctx, const Tensor& X, const Tensor& S, con
 // bits; padded channels get a = b = 0 and come out zero.
 Status batchnorm_blocked(KernelContext& ctx, double eps, bool relu) {
   using dnnl_util::kBlock;
-  const std::string where = ctx.where();
+  const std::string& where = ctx.where();
   const Tensor* X = ctx.input(0);
   const Tensor *S = ctx.input(1), *B = ctx.input(2), *mean = ctx.input(3), *var = ctx.input(4);
   if (!X || !S || !B || !mean || !var) return invalid_argument(where + "needs inputs X, scale, B, input_mean, input_var");
@@ -781,7 +781,7 @@ Status batchnorm_blocked(KernelContext& ctx, double eps, bool relu) {
 
 // relu: the optimiser fused a Relu after this node (`_relu`, exec/optimize.cc).
 Status batchnorm_compute(KernelContext& ctx, double eps, double momentum, bool training_attr, int opset, bool relu) {
-  const std::string where = ctx.where();
+  const std::string& where = ctx.where();
   const Tensor* X = ctx.input(0);
   const Tensor* S = ctx.input(1);
   const Tensor* B = ctx.input(2);

@@ -180,7 +180,7 @@ class QLinearEltwiseKernel final : public Kernel {
   explicit QLinearEltwiseKernel(Program p) : p_(std::move(p)) {}
 
   Status compute(KernelContext& ctx) const override {
-    const std::string where = ctx.where();
+    const std::string& where = ctx.where();
     const size_t k = p_.scales.size();
     std::vector<const Tensor*> in(k);
     Shape out;

@@ -382,7 +382,7 @@ class HalfContext final : public KernelContext {
   Result<std::vector<Value>> run_subgraph(const std::string& attr, std::vector<Value> inputs) override {
     return base_.run_subgraph(attr, std::move(inputs));
   }
-  std::string where() const override { return base_.where(); }
+  const std::string& where() const override { return base_.where(); }
 
  private:
   KernelContext& base_;
