@@ -804,6 +804,22 @@ class ConvKernel final : public Kernel {
   Status conv_into(KernelContext& ctx, const Tensor& x, const Tensor& w, const Tensor* b, Tensor& y, const Geometry& g,
                    const std::vector<PostOp>& ops, const Tensor* sum, const int64_t* planes = nullptr) const;
 
+  // resolve_geometry for these shapes, remembered for the last shapes seen (a model of
+  // fixed shapes resolves each Conv's once, not on every run).
+  Result<std::shared_ptr<const Geometry>> geometry_for(const Shape& x, const Shape& w, const std::string& where) const {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (last_geometry_ && last_x_ == x && last_w_ == w) return last_geometry_;
+    }
+    auto g = std::make_shared<Geometry>();
+    BH_RETURN_IF_ERROR(resolve_geometry(a_, transpose_, x, w, where, g.get()));
+    std::lock_guard<std::mutex> lock(mu_);
+    last_x_ = x;
+    last_w_ = w;
+    last_geometry_ = g;
+    return std::shared_ptr<const Geometry>(std::move(g));
+  }
+
   ConvAttrs a_;
   bool transpose_;
   Tensor const_w_;
@@ -818,6 +834,8 @@ class ConvKernel final : public Kernel {
   std::shared_ptr<SharedConstants> shared_;
   mutable std::mutex mu_;
   mutable std::map<std::vector<int64_t>, std::shared_ptr<const Plan>> plans_;
+  mutable Shape last_x_, last_w_;                        // guarded by mu_
+  mutable std::shared_ptr<const Geometry> last_geometry_;  // guarded by mu_
   CallPool calls_{eng_};
 };
 
@@ -1153,8 +1171,8 @@ Status ConvKernel::compute(KernelContext& ctx) const {
   }
   if (b && (b->rank() != 1 || b->dim(0) != M))
     return invalid_argument(where + "B " + b->describe() + " must be 1-D with " + std::to_string(M) + " elements");
-  Geometry g;
-  BH_RETURN_IF_ERROR(resolve_geometry(a_, transpose_, xs, w->shape(), where, &g));
+  BH_ASSIGN_OR_RETURN(std::shared_ptr<const Geometry> geometry, geometry_for(xs, w->shape(), where));
+  const Geometry& g = *geometry;
   Shape yshape{N, M};
   yshape.insert(yshape.end(), g.out.begin(), g.out.end());
   // Too few multiply-adds to share between threads: one (kernels/serial_small.cc).

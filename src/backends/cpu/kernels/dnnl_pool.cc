@@ -217,12 +217,29 @@ class PoolKernel final : public Kernel {
   Status compute_blocked(KernelContext& ctx, const Tensor& x) const;
   Status compute_nhwc(KernelContext& ctx, const Tensor& x) const;
 
+  // resolve_pool for `x`, remembered for the last shape seen (a model of fixed shapes
+  // resolves each pooling's once, not on every run).
+  Result<std::shared_ptr<const PoolGeo>> geometry_for(const Shape& x, const std::string& where) const {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (last_geometry_ && last_x_ == x) return last_geometry_;
+    }
+    auto g = std::make_shared<PoolGeo>();
+    BH_RETURN_IF_ERROR(resolve_pool(a_, x, where, g.get()));
+    std::lock_guard<std::mutex> lock(mu_);
+    last_x_ = x;
+    last_geometry_ = g;
+    return std::shared_ptr<const PoolGeo>(std::move(g));
+  }
+
   PoolAttrs a_;
   dnnl::engine eng_;
   bool blocked_ = false;
   bool nhwc_ = false;
   mutable std::mutex mu_;
   mutable std::map<std::pair<Shape, int>, std::shared_ptr<const Plan>> plans_;
+  mutable Shape last_x_;                                  // guarded by mu_
+  mutable std::shared_ptr<const PoolGeo> last_geometry_;  // guarded by mu_
   dnnl_util::CallPool calls_{eng_};
 };
 
@@ -405,8 +422,8 @@ Status PoolKernel::compute(KernelContext& ctx) const {
   if (nhwc_) return compute_nhwc(ctx, *x);
   if (x->rank() < 3 || x->rank() > 5)
     return invalid_argument(where + "X must have rank 3 to 5 (N, C, spatial...), got " + x->describe());
-  PoolGeo g;
-  BH_RETURN_IF_ERROR(resolve_pool(a_, x->shape(), where, &g));
+  BH_ASSIGN_OR_RETURN(std::shared_ptr<const PoolGeo> geometry, geometry_for(x->shape(), where));
+  const PoolGeo& g = *geometry;
   Shape yshape{x->dim(0), x->dim(1)};
   yshape.insert(yshape.end(), g.out.begin(), g.out.end());
   BH_ASSIGN_OR_RETURN(Tensor y, ctx.allocate_output(0, dt, yshape));
@@ -509,8 +526,8 @@ Status PoolKernel::compute_nhwc(KernelContext& ctx, const Tensor& x) const {
                             x.describe());
   if (ctx.output_wanted(1)) return invalid_argument(where + "a channels-last MaxPool has no Indices output");
   const int64_t N = x.dim(0), H = x.dim(1), W = x.dim(2), C = x.dim(3);
-  PoolGeo g;
-  BH_RETURN_IF_ERROR(resolve_pool(a_, Shape{N, C, H, W}, where, &g));
+  BH_ASSIGN_OR_RETURN(std::shared_ptr<const PoolGeo> geometry, geometry_for(Shape{N, C, H, W}, where));
+  const PoolGeo& g = *geometry;
   if (g.nsp != 2) return invalid_argument(where + "a channels-last MaxPool has 2 spatial dimensions");
   BH_ASSIGN_OR_RETURN(Tensor y, ctx.allocate_output(0, dt, Shape{N, g.out[0], g.out[1], C}));
   if (y.numel() == 0) return Status::ok();
@@ -529,8 +546,8 @@ Status PoolKernel::compute_blocked(KernelContext& ctx, const Tensor& x) const {
   if (ctx.output_wanted(1)) return invalid_argument(where + "an nChw16c pooling has no Indices output");
   const int64_t N = x.dim(0), Cp = x.dim(1) * kBlock;
   Shape xs{N, Cp, x.dim(2), x.dim(3)};
-  PoolGeo g;
-  BH_RETURN_IF_ERROR(resolve_pool(a_, xs, where, &g));
+  BH_ASSIGN_OR_RETURN(std::shared_ptr<const PoolGeo> geometry, geometry_for(xs, where));
+  const PoolGeo& g = *geometry;
   BH_ASSIGN_OR_RETURN(Tensor y, ctx.allocate_output(0, DataType::kFloat32, Shape{N, x.dim(1), g.out[0], g.out[1], kBlock}));
   if (y.numel() == 0) return Status::ok();
   if (x.numel() == 0) return invalid_argument(where + "empty input " + x.describe() + " gives no pooling windows");
