@@ -263,6 +263,32 @@ Status resolve_geometry(const ConvAttrs& a, bool transpose, const Shape& x, cons
   return Status::ok();
 }
 
+// resolve_geometry for the last shapes a kernel saw: a model of fixed shapes resolves each
+// convolution's geometry once instead of on every call (nine vectors and the auto_pad
+// compares a call). Errors are not kept. Thread-safe.
+class GeometryCache {
+ public:
+  Result<std::shared_ptr<const Geometry>> get(const ConvAttrs& a, bool transpose, const Shape& x, const Shape& w,
+                                              const std::string& where) const {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (g_ && x_ == x && w_ == w) return g_;
+    }
+    auto g = std::make_shared<Geometry>();
+    BH_RETURN_IF_ERROR(resolve_geometry(a, transpose, x, w, where, g.get()));
+    std::lock_guard<std::mutex> lock(mu_);
+    x_ = x;
+    w_ = w;
+    g_ = g;
+    return std::shared_ptr<const Geometry>(std::move(g));
+  }
+
+ private:
+  mutable std::mutex mu_;
+  mutable Shape x_, w_;                        // guarded by mu_
+  mutable std::shared_ptr<const Geometry> g_;  // guarded by mu_
+};
+
 // ---------------------------------------------------------------------------------------
 // Reference loops (float64 and anything oneDNN rejects). Spatial dims are padded to 3.
 
@@ -804,22 +830,6 @@ class ConvKernel final : public Kernel {
   Status conv_into(KernelContext& ctx, const Tensor& x, const Tensor& w, const Tensor* b, Tensor& y, const Geometry& g,
                    const std::vector<PostOp>& ops, const Tensor* sum, const int64_t* planes = nullptr) const;
 
-  // resolve_geometry for these shapes, remembered for the last shapes seen (a model of
-  // fixed shapes resolves each Conv's once, not on every run).
-  Result<std::shared_ptr<const Geometry>> geometry_for(const Shape& x, const Shape& w, const std::string& where) const {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (last_geometry_ && last_x_ == x && last_w_ == w) return last_geometry_;
-    }
-    auto g = std::make_shared<Geometry>();
-    BH_RETURN_IF_ERROR(resolve_geometry(a_, transpose_, x, w, where, g.get()));
-    std::lock_guard<std::mutex> lock(mu_);
-    last_x_ = x;
-    last_w_ = w;
-    last_geometry_ = g;
-    return std::shared_ptr<const Geometry>(std::move(g));
-  }
-
   ConvAttrs a_;
   bool transpose_;
   Tensor const_w_;
@@ -834,8 +844,7 @@ class ConvKernel final : public Kernel {
   std::shared_ptr<SharedConstants> shared_;
   mutable std::mutex mu_;
   mutable std::map<std::vector<int64_t>, std::shared_ptr<const Plan>> plans_;
-  mutable Shape last_x_, last_w_;                        // guarded by mu_
-  mutable std::shared_ptr<const Geometry> last_geometry_;  // guarded by mu_
+  GeometryCache geometry_;
   CallPool calls_{eng_};
 };
 
@@ -1171,7 +1180,7 @@ Status ConvKernel::compute(KernelContext& ctx) const {
   }
   if (b && (b->rank() != 1 || b->dim(0) != M))
     return invalid_argument(where + "B " + b->describe() + " must be 1-D with " + std::to_string(M) + " elements");
-  BH_ASSIGN_OR_RETURN(std::shared_ptr<const Geometry> geometry, geometry_for(xs, w->shape(), where));
+  BH_ASSIGN_OR_RETURN(std::shared_ptr<const Geometry> geometry, geometry_.get(a_, transpose_, xs, w->shape(), where));
   const Geometry& g = *geometry;
   Shape yshape{N, M};
   yshape.insert(yshape.end(), g.out.begin(), g.out.end());
@@ -1755,11 +1764,13 @@ class IntConvKernel final : public Kernel {
  private:
   // X's logical [N, C, ...] shape and W's make a convolution the oneDNN path takes (whole
   // groups, some output channels and pixels, a non-empty X); its geometry in `g`.
-  bool int_geometry(const Shape& xs, const Shape& ws, const std::string& where, Geometry* g) const {
+  bool int_geometry(const Shape& xs, const Shape& ws, const std::string& where, std::shared_ptr<const Geometry>* g) const {
     const int64_t M = ws[0], G = a_.group;
     if (xs[1] != ws[1] * G || M % G != 0 || M == 0 || shape_numel(xs) == 0) return false;
-    if (!resolve_geometry(a_, false, xs, ws, where, g).is_ok()) return false;
-    for (int64_t o : g->out)
+    auto got = geometry_.get(a_, false, xs, ws, where);
+    if (!got.is_ok()) return false;
+    *g = std::move(got).value();
+    for (int64_t o : (*g)->out)
       if (o <= 0) return false;
     return true;
   }
@@ -1807,6 +1818,7 @@ class IntConvKernel final : public Kernel {
   std::shared_ptr<SharedConstants> shared_;
   mutable std::mutex mu_;
   mutable std::map<std::vector<int64_t>, std::shared_ptr<const Plan>> plans_;
+  GeometryCache geometry_;
   CallPool calls_{eng_};
 };
 
@@ -1959,7 +1971,7 @@ void IntConvKernel::prepare(const KernelInfo& info) const {
   if (xs.size() < 3 || xs.size() > 5 || (x_nhwc_ && xs.size() != 4)) return;
   if (x_nhwc_) xs = {xs[0], xs[3], xs[1], xs[2]};  // the logical shape of [N, H, W, C]
   const Shape& ws = w_s8_.shape();
-  Geometry g;
+  std::shared_ptr<const Geometry> g;
   if (ws.size() != xs.size() || !int_geometry(xs, ws, info.where(), &g)) return;
   // As compute_on decides: the fused path needs exact int8 sums and Y of fixed_'s type.
   auto given = [&](size_t i) { return i < n.inputs.size() && !n.inputs[i].empty(); };
@@ -1974,7 +1986,7 @@ void IntConvKernel::prepare(const KernelInfo& info) const {
   const bool has_bias = given(8) && !(b && b->numel() == 0);
   OmpThreadsScope threads(prepared_threads(info));
   try {
-    plan_for(xs, xt, ws, true, has_bias, g, false, x_nhwc_, y_nhwc_, zx0);
+    plan_for(xs, xt, ws, true, has_bias, *g, false, x_nhwc_, y_nhwc_, zx0);
   } catch (const std::exception&) {
     // Out of memory packing the weights: the first run tries again and reports it.
   }
@@ -2014,8 +2026,9 @@ Status IntConvKernel::compute_on(KernelContext& ctx, bool xn, bool yn, bool* pla
   // X's logical [N, C, ...] shape.
   const Shape xshape = xn ? Shape{x->dim(0), x->dim(3), x->dim(1), x->dim(2)} : x->shape();
   const int64_t C = xshape[1], M = w->dim(0), G = a_.group;
-  Geometry g;
-  if (!int_geometry(xshape, w->shape(), ctx.where(), &g)) return fallback();
+  std::shared_ptr<const Geometry> geometry;
+  if (!int_geometry(xshape, w->shape(), ctx.where(), &geometry)) return fallback();
+  const Geometry& g = *geometry;
   auto scalar_of = [&](int i, DataType dt, bool* ok) -> int64_t {
     const Tensor* t = i < ctx.num_inputs() ? ctx.input(i) : nullptr;
     if (!t || t->numel() == 0) return 0;
