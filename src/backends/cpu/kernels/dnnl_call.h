@@ -39,6 +39,7 @@ class CallPool {
   // Memory objects a set keeps: a kernel whose input shapes keep changing (a dynamic
   // dimension) makes a descriptor per shape; past this many, an idle one is dropped.
   static constexpr size_t kMaxSlots = 24;
+  static constexpr int kMaxArgs = 16;
 
  public:
   explicit CallPool(dnnl::engine eng) : eng_(std::move(eng)) {}
@@ -88,14 +89,17 @@ class CallPool {
       free_slot->busy = true;
       return free_slot->mem;
     }
-    dnnl::stream& stream() { return set_->stream; }
-    // Runs `prim` with `args` on this call's stream (CPU primitives finish before it returns).
+    // Runs `prim` with `args` on this call's stream and waits for it.
     void execute(const dnnl::primitive& prim, std::initializer_list<Arg> args) {
-      dnnl_exec_arg_t a[16];
+      dnnl_exec_arg_t a[kMaxArgs];
       int n = 0;
       for (const Arg& x : args)
-        if (x.mem && *x.mem && n < 16) a[n++] = {x.arg, x.mem->get()};
+        if (x.mem && *x.mem) {
+          if (n == kMaxArgs) throw dnnl::error(dnnl_invalid_arguments, "more than 16 arguments for one primitive");
+          a[n++] = {x.arg, x.mem->get()};
+        }
       dnnl::error::wrap_c_api(dnnl_primitive_execute(prim.get(), set_->stream.get(), n, a), "could not execute a primitive");
+      set_->stream.wait();
     }
 
    private:
