@@ -216,5 +216,62 @@ TEST(Winograd, EitherAlgorithmAtEitherThreadCountIsTheDefinition) {
   }
 }
 
+// One session fed 30 plane sizes in turn (each twice), then the first ones again: every oneDNN kernel
+// (the convolution, the pooling, the layout conversions) meets more descriptors than its
+// CallPool keeps (dnnl_call.h) and drops idle ones, and its geometry cache changes shapes
+// on every run; every run must still be the definition.
+TEST(Conv, OneSessionOfManyPlaneSizesComputesEachOne) {
+  const int64_t C = 8, M = 16;
+  Tensor w = random_tensor({M, C, 3, 3}, 7);
+  Tensor b = random_tensor({M}, 8);
+  std::ostringstream text;
+  text << "<ir_version: 8, opset_import: [\"\" : 17]>\n"
+       << "g (float[1," << C << ",H,W] x) => (float[1," << M << ",P,Q] y)\n<float[" << M << "," << C << ",3,3] w = {" << list(w)
+       << "}, float[" << M << "] b = {" << list(b) << "}>\n"
+       << "{ c = Conv <pads = [1,1,1,1]> (x, w, b)\n  r = Relu (c)\n  y = MaxPool <kernel_shape = [2,2], strides = [2,2]> (r) }";
+  for (int threads : {1, 2}) {
+    SessionOptions o;
+    o.threads = threads;
+    o.one_thread_when_small = false;
+    Env env;
+    auto s = env.load_bytes(model_text_bytes(text.str()), "m.onnx", o);
+    ASSERT_TRUE(s.is_ok()) << s.status().to_string();
+    std::vector<std::pair<int64_t, int64_t>> sizes;
+    for (int64_t i = 0; i < 30; ++i) sizes.emplace_back(4 + i, 6 + (i * 7) % 23);
+    for (int64_t i = 0; i < 5; ++i) sizes.push_back(sizes[static_cast<size_t>(i)]);
+    for (size_t k = 0; k < 2 * sizes.size(); ++k) {
+      // Each size twice: the second run re-points the memory objects the first one made.
+      const auto [H, W] = sizes[k / 2];
+      Tensor x = random_tensor({1, C, H, W}, static_cast<uint32_t>(H * 100 + W + k));
+      auto r = s->run({{"x", x}});
+      ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+      const Tensor& y = (*r)[0].second;
+      const int64_t P = H / 2, Q = W / 2;
+      ASSERT_EQ(y.shape(), (Shape{1, M, P, Q})) << H << "x" << W;
+      auto conv = [&](int64_t m, int64_t h, int64_t q) {
+        double acc = b.data<float>()[m];
+        for (int64_t c = 0; c < C; ++c)
+          for (int64_t i = 0; i < 3; ++i)
+            for (int64_t j = 0; j < 3; ++j) {
+              const int64_t ih = h + i - 1, iw = q + j - 1;
+              if (ih < 0 || ih >= H || iw < 0 || iw >= W) continue;
+              acc += double(x.data<float>()[(c * H + ih) * W + iw]) * w.data<float>()[((m * C + c) * 3 + i) * 3 + j];
+            }
+        return std::max(acc, 0.0);
+      };
+      double worst = 0;
+      for (int64_t m = 0; m < M; ++m)
+        for (int64_t p = 0; p < P; ++p)
+          for (int64_t q = 0; q < Q; ++q) {
+            double want = 0;
+            for (int64_t i = 0; i < 2; ++i)
+              for (int64_t j = 0; j < 2; ++j) want = std::max(want, conv(m, 2 * p + i, 2 * q + j));
+            worst = std::max(worst, std::fabs(y.data<float>()[(m * P + p) * Q + q] - want));
+          }
+      EXPECT_LE(worst, 1e-4) << H << "x" << W << " threads " << threads;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace bulkhead::test
