@@ -241,7 +241,7 @@ TEST(Conv, OneSessionOfManyPlaneSizesComputesEachOne) {
     for (int64_t i = 0; i < 5; ++i) sizes.push_back(sizes[static_cast<size_t>(i)]);
     for (size_t k = 0; k < 2 * sizes.size(); ++k) {
       // Each size twice: the second run re-points the memory objects the first one made.
-      const auto [H, W] = sizes[k / 2];
+      const int64_t H = sizes[k / 2].first, W = sizes[k / 2].second;  // (a lambda below reads them)
       Tensor x = random_tensor({1, C, H, W}, static_cast<uint32_t>(H * 100 + W + k));
       auto r = s->run({{"x", x}});
       ASSERT_TRUE(r.is_ok()) << r.status().to_string();
