@@ -88,7 +88,7 @@ Result<int64_t> read_int_scalar(const Tensor* t, const std::string& what, const 
 Result<bool> read_bool_scalar(const Value* v, const std::string& what, const KernelContext& ctx) {
   if (v && v->is_tensor() && v->tensor.dtype() == DataType::kBool && v->tensor.numel() == 1 && v->tensor.raw())
     return *static_cast<const uint8_t*>(v->tensor.raw()) != 0;
-  // Error paths only: the node label is built lazily.
+  // Error paths only from here.
   const std::string& where = ctx.where();
   if (!v || !v->is_tensor()) return invalid_argument(where + what + " must be a bool tensor");
   const Tensor& t = v->tensor;
