@@ -13,7 +13,7 @@
 # Data: $BULKHEAD_SHARED, default <repo>/../shared. Output: bench/out/results.json,
 # bench/out/chart.svg, bench/out/raw.jsonl. See bench/README.md for what is measured.
 # --sessions: resident memory of 1, 4 and 8 sessions of --sessions-model in one process,
-# bulkhead (sessions_bench: weights shared; and with release_idle_memory) against ONNX
+# bulkhead (sessions_bench: weights shared; after the runs and once idle) against ONNX
 # Runtime (ort_sessions.js), 1 thread; "none" skips it.
 # --busy: the listed models again at --busy-threads threads, quiet and while another
 # process keeps one core busy (a busy loop), both tools; default none.

@@ -313,9 +313,10 @@ function chartSvg(results, models, threads, gm, meta) {
 }
 
 // Resident memory of 1..N sessions of one model in one process: bulkhead's sessions_bench
-// (weights shared, the default; and with release_idle_memory) and ONNX Runtime's
-// ort_sessions.js, 1 thread, 2 runs per session. Rows: {sessions, bulkhead_mb,
-// bulkhead_idle_release_mb, ort_mb, each also over its own 1-session row}.
+// (its defaults: weights shared; read just after the runs, and again once the sessions have
+// been idle for release_idle_after_ms and gave their run memory back) and ONNX Runtime's
+// ort_sessions.js, 1 thread, 2 runs per session. Rows: {sessions, bulkhead_mib,
+// bulkhead_idle_mib, ort_mib, each also over its own 1-session row}.
 function measureSessions(a, table, outDir) {
   const name = a['sessions-model'];
   const spec = table[name];
@@ -329,7 +330,6 @@ function measureSessions(a, table, outDir) {
     catch (e) { return { error: `sessions_bench printed no JSON: ${e.message}` }; }
   };
   const shared = bh([]);
-  const idle = bh(['--release-idle-memory']);
   const inputs = prepareInputs(name, spec, outDir);
   const rows = [];
   for (const n of a.sessions) {
@@ -339,17 +339,17 @@ function measureSessions(a, table, outDir) {
     try { o = JSON.parse(lastLine(r.stdout)); } catch (_) { /* reported as null */ }
     const pick = (res) => (res.rows || []).find((x) => x.sessions === n);
     const s = pick(shared);
-    const i = pick(idle);
-    rows.push({ sessions: n, bulkhead_mib: s ? s.rss_after_runs_mib : null, bulkhead_idle_release_mib: i ? i.rss_after_runs_mib : null,
+    rows.push({ sessions: n, bulkhead_mib: s ? s.rss_after_runs_mib : null, bulkhead_idle_mib: s && s.rss_idle_mib !== undefined ? s.rss_idle_mib : null,
       ort_mib: o ? o.rss_after_runs_mib : null, ort_error: o ? undefined : lastLine(r.stderr) || `exit ${r.status}` });
   }
   const first = rows[0] || {};
   for (const r of rows) {
-    for (const k of ['bulkhead_mib', 'bulkhead_idle_release_mib', 'ort_mib'])
+    for (const k of ['bulkhead_mib', 'bulkhead_idle_mib', 'ort_mib'])
       r[k.replace('_mib', '_ratio')] = r[k] !== null && first[k] ? r[k] / first[k] : null;
   }
-  return { model: name, threads: 1, runs_per_session: 2, rows, errors: [shared.error, idle.error].filter(Boolean),
-    method: 'resident memory (/proc/self/statm; node: process.memoryUsage().rss) after every session ran twice; ' +
+  return { model: name, threads: 1, runs_per_session: 2, rows, errors: [shared.error].filter(Boolean),
+    method: 'resident memory (/proc/self/statm; node: process.memoryUsage().rss) after every session ran twice ' +
+      '(bulkhead also once idle for its release_idle_after_ms); ' +
       'bulkhead: one child process per row; ORT: one node process per row, the node runtime included' };
 }
 
@@ -662,12 +662,12 @@ function main() {
   if (sessions) {
     console.log('');
     console.log(`sessions of ${sessions.model} in one process, 1 thread, resident MiB after 2 runs each (over x${a.sessions[0]}):`);
-    const scols = [['sessions', 8], ['bulkhead', 16], ['bh idle release', 16], ['ORT', 16]];
+    const scols = [['sessions', 8], ['bulkhead', 16], ['bh once idle', 16], ['ORT', 16]];
     const sline = (vals) => scols.map(([, w], i) => pad(vals[i], w)).join('  ');
     console.log(sline(scols.map((c) => c[0])));
     const cell = (mb, ratio) => (mb === null || mb === undefined ? '-' : `${mb.toFixed(1)} (${ratio === null ? '-' : ratio.toFixed(2)})`);
     for (const r of sessions.rows)
-      console.log(sline([r.sessions, cell(r.bulkhead_mib, r.bulkhead_ratio), cell(r.bulkhead_idle_release_mib, r.bulkhead_idle_release_ratio),
+      console.log(sline([r.sessions, cell(r.bulkhead_mib, r.bulkhead_ratio), cell(r.bulkhead_idle_mib, r.bulkhead_idle_ratio),
         cell(r.ort_mib, r.ort_ratio)]));
     for (const e of sessions.errors) console.log(`note: sessions: ${e}`);
   }

@@ -226,7 +226,7 @@ typedef struct BhApi {
    * "devices=vulkan:0,cpu;threads=2;graph_capture=0". All or nothing. Keys: devices,
    * threads, graph_capture, optimization_level, isolation, worker_timeout_ms,
    * worker_binary, submit_policy, max_file_bytes, max_tensor_bytes, max_loop_iterations,
-   * run_timeout_ms, max_concurrent_runs, share_weights, release_idle_memory,
+   * run_timeout_ms, max_concurrent_runs, share_weights, release_idle_memory, release_idle_after_ms,
    * one_thread_when_small and precision=fp32|bf16 (CPU convolutions and products on bfloat16; see SessionOptions
    * in bulkhead.hpp). */
   BhStatus* (*session_options_apply)(BhSessionOptions* options, const char* spec);

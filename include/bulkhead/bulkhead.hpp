@@ -81,11 +81,16 @@ struct SessionOptions {
   // holds them; nothing is shared between Envs or with a worker process. false: the
   // session keeps private copies of everything.
   bool share_weights = true;
-  // CPU: whenever a session's last open run ends, the memory its runs used (the planned
-  // arena, the cache) goes back to the system; the next run faults it in again (for
-  // ResNet-50 at batch 1, ~11 MiB). For many sessions that mostly wait, such as a
-  // server's instances of one model: idle sessions then hold their weights (shared) and
-  // state only. false (the default): a session keeps its arena between runs.
+  // CPU: once a session has had no run open for this many milliseconds, the memory its
+  // runs used (the planned arena, the cache) goes back to the system; its next run faults
+  // it in again (for ResNet-50 at batch 1, ~11 MiB: a few percent of that run). A session
+  // that runs more often than this keeps its arena, so steady-state runs allocate
+  // nothing; sessions that mostly wait, such as a server's instances of one model, hold
+  // their weights (shared) and state only. 0: whenever the last open run ends; -1: never.
+  // Session::memory() counts what was given back in `trimmed`.
+  int release_idle_after_ms = 5000;
+  static constexpr int kMaxReleaseIdleAfterMs = 86'400'000;  // a day
+  // true: as release_idle_after_ms = 0 (whenever a session's last open run ends).
   bool release_idle_memory = false;
   // CPU: a session whose every node has fewer than 16 M multiply-adds (ShuffleNet) runs
   // on one thread whatever `threads` says (true, the default): splitting nodes that small
@@ -107,7 +112,8 @@ struct SessionOptions {
   // Parses "devices=cpu;threads=2;graph_capture=0;optimization_level=1" style option strings (CLI, env vars);
   // also isolation=process, worker_timeout_ms=N, worker_binary=PATH, submit_policy=split,
   // max_file_bytes=N[K|M|G], max_tensor_bytes=N[K|M|G], max_loop_iterations=N, run_timeout_ms=N,
-  // max_concurrent_runs=N, share_weights=0|1, release_idle_memory=0|1, precision=fp32|bf16.
+  // max_concurrent_runs=N, share_weights=0|1, release_idle_memory=0|1, release_idle_after_ms=N,
+  // one_thread_when_small=0|1, precision=fp32|bf16.
   static Result<SessionOptions> parse(const std::string& spec);
   // Applies an option string of the same form onto these options: all or nothing.
   Status apply(const std::string& spec);

@@ -78,12 +78,12 @@ struct AllocatorStats {
   size_t peak = 0;    // most in live buffers at once
   size_t cached = 0;  // held for reuse (not in a live buffer)
   // Of in_use + cached: the arena in which a run's intermediates are placed by lifetime
-  // (0 where the allocator plans none).
+  // (0 where the allocator plans none, and while an idle session has given its pages back).
   size_t arena = 0;
   size_t arena_blocks = 0;  // the allocations of one run placed in it
   // Bytes of cache given back to the system so far, each time the last of several
-  // overlapping runs ended (what a burst cached beyond the steady state); with
-  // SessionOptions::release_idle_memory, the arena and cache each time the last open run ended.
+  // overlapping runs ended (what a burst cached beyond the steady state), and the arena
+  // and cache each time the session was idle for SessionOptions::release_idle_after_ms.
   size_t trimmed = 0;
 };
 

@@ -58,8 +58,8 @@ def _worker_binary():
 
 _OPTION_NAMES = ("devices", "threads", "optimization_level", "graph_capture", "submit_policy", "isolation",
                  "worker_timeout_ms", "worker_binary", "max_file_bytes", "max_tensor_bytes", "max_loop_iterations",
-                 "run_timeout_ms", "max_concurrent_runs", "share_weights", "release_idle_memory", "one_thread_when_small",
-                 "precision")
+                 "run_timeout_ms", "max_concurrent_runs", "share_weights", "release_idle_memory", "release_idle_after_ms",
+                 "one_thread_when_small", "precision")
 
 
 def _config(options=None, **kwargs):
@@ -196,8 +196,9 @@ class Env:
         isolation ("in-process" or "process"), worker_timeout_ms, worker_binary,
         max_file_bytes, max_tensor_bytes, max_loop_iterations, run_timeout_ms,
         max_concurrent_runs, share_weights (True: share weights with the Env's other
-        sessions of the same model, the default), release_idle_memory (True: give the
-        run memory back whenever no run is open), one_thread_when_small (True, the
+        sessions of the same model, the default), release_idle_after_ms (a session idle
+        this long gives its run memory back: 5000 by default, 0 as soon as no run is open,
+        -1 never), release_idle_memory (True: as release_idle_after_ms=0), one_thread_when_small (True, the
         default: a CPU session whose every node is small runs on one thread), precision ("fp32" or "bf16": CPU
         convolutions and products on bfloat16, fast on AMX / AVX512-BF16; see
         check(..., precision="bf16") for what it costs); or an option string in

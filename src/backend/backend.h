@@ -52,9 +52,10 @@ struct SessionConfig {
   std::string owner;          // names the session in messages and allocator names
   std::string submit_policy;  // GPU backends: the submission policy; "" = the device's default
   bool graph_capture = true;  // GPU backends: record once, replay (I6)
-  // CPU: give the session's run memory back to the system whenever no run is open
-  // (SessionOptions::release_idle_memory); other backends keep theirs.
-  bool release_idle_memory = false;
+  // CPU: give the session's run memory back to the system once no run has been open for
+  // this many milliseconds (SessionOptions::release_idle_after_ms; 0: as soon as none is,
+  // < 0: never); other backends keep theirs.
+  int release_idle_after_ms = -1;
 };
 
 class Device {

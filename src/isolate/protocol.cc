@@ -12,7 +12,7 @@ namespace {
 // or changed — forward it in put_options/get_options below, then update the size.
 // (share_weights, release_idle_memory and one_thread_when_small, bools, sit in what was
 // padding after max_concurrent_runs.)
-static_assert(sizeof(SessionOptions) == 216,
+static_assert(sizeof(SessionOptions) == 224,
               "SessionOptions changed: forward the new field to the worker in src/isolate/protocol.cc");
 
 Status malformed(const char* what) { return internal_error(std::string("malformed ") + what + " message from the peer"); }
@@ -33,6 +33,7 @@ void put_options(Writer& w, const SessionOptions& o) {
   w.i32(o.max_concurrent_runs);
   w.u8(o.share_weights);
   w.u8(o.release_idle_memory);
+  w.i32(o.release_idle_after_ms);
   w.u8(o.one_thread_when_small);
   w.str(o.precision);
 }
@@ -54,6 +55,7 @@ SessionOptions get_options(Reader& r) {
   o.max_concurrent_runs = r.i32();
   o.share_weights = r.u8() != 0;
   o.release_idle_memory = r.u8() != 0;
+  o.release_idle_after_ms = r.i32();
   o.one_thread_when_small = r.u8() != 0;
   o.precision = r.str();
   return o;

@@ -147,7 +147,6 @@ class RunArena final : public RunAllocator {
       if (finished_) return;
       finished_ = true;
       owner_->busy_ = false;
-      burst_over = owner_->run_closed_locked();
       // A failed run says nothing about the next one: keep the plan as it is; nor does
       // one whose plan held.
       if (ok && !(plan_ && !diverged_ && trace_.size() == plan_->size())) {
@@ -155,6 +154,8 @@ class RunArena final : public RunAllocator {
         for (auto& [p, idx] : open_) open[idx] = true;
         owner_->replan_locked(trace_, open);
       }
+      // After the plan: memory given back when idle includes an arena the plan just made.
+      burst_over = owner_->run_closed_locked();
     }
     // Blocks under 2 MiB come from malloc, which keeps freed memory in its heaps: after a
     // burst they go back to the system too (without the lock: it walks every heap).
@@ -255,7 +256,7 @@ AllocatorStats PlannedHostAllocator::stats() const {
   s.peak = peak_;
   s.cached = cache_->bytes_cached();
   s.trimmed = trimmed_;
-  if (arena_) {
+  if (arena_ && !released_) {
     s.cached += arena_->size - arena_->live_bytes;
     s.arena = arena_->size;
     for (const auto& slot : *plan_) s.arena_blocks += slot.from_cache ? 0 : 1;
@@ -263,19 +264,37 @@ AllocatorStats PlannedHostAllocator::stats() const {
   return s;
 }
 
+void PlannedHostAllocator::set_release_when_idle(int after_ms, std::shared_ptr<IdleReleaser> releaser) {
+  std::lock_guard lock(mu_);
+  release_after_ms_ = after_ms > 0 && !releaser ? -1 : after_ms;
+  releaser_ = after_ms > 0 ? std::move(releaser) : nullptr;
+}
+
+void PlannedHostAllocator::release_idle_locked() {
+  // No run is open: nothing in the arena is live unless a run's output was placed in it
+  // (then the arena stays as it is, and the output's owner has it).
+  overlapped_ = false;
+  if (arena_ && arena_->live_blocks == 0 && !released_) {
+    host_block_discard(arena_->base, arena_->size);
+    trimmed_ += arena_->size;
+    released_ = true;
+  }
+  trimmed_ += cache_->bytes_cached();
+  cache_->trim();
+}
+
 bool PlannedHostAllocator::run_closed_locked() {
   if (--runs_open_ > 0) return false;
-  if (release_when_idle_) {
-    // No run is open: nothing in the arena is live unless a run's output was placed in it
-    // (then the arena stays as it is, and the output's owner has it).
-    overlapped_ = false;
-    if (arena_ && arena_->live_blocks == 0) {
-      host_block_discard(arena_->base, arena_->size);
-      trimmed_ += arena_->size;
-    }
-    trimmed_ += cache_->bytes_cached();
-    cache_->trim();
+  if (release_after_ms_ == 0) {
+    release_idle_locked();
     return true;
+  }
+  if (release_after_ms_ > 0) {
+    idle_since_ = IdleReleaser::Clock::now();
+    if (!wake_pending_) {
+      auto self = std::static_pointer_cast<PlannedHostAllocator>(shared_from_this());
+      wake_pending_ = releaser_->wake_at(self, idle_since_ + std::chrono::milliseconds(release_after_ms_));
+    }
   }
   if (!overlapped_) return false;
   // The last of several overlapping runs is over: what the overlapping ones cached is
@@ -288,11 +307,28 @@ bool PlannedHostAllocator::run_closed_locked() {
   return true;
 }
 
+std::optional<IdleReleaser::Clock::time_point> PlannedHostAllocator::release_if_idle(IdleReleaser::Clock::time_point now) {
+  {
+    std::lock_guard lock(mu_);
+    if (runs_open_ > 0) {
+      wake_pending_ = false;  // the open run's end asks again
+      return std::nullopt;
+    }
+    const auto due = idle_since_ + std::chrono::milliseconds(release_after_ms_);
+    if (now < due) return due;  // a run came and went since this was asked for
+    wake_pending_ = false;
+    release_idle_locked();
+  }
+  trim_malloc_heaps();  // as in RunArena::finish, without the lock
+  return std::nullopt;
+}
+
 std::shared_ptr<RunAllocator> PlannedHostAllocator::open_run() {
   std::lock_guard lock(mu_);
   auto self = std::static_pointer_cast<PlannedHostAllocator>(shared_from_this());
   if (++runs_open_ > 1) overlapped_ = true;
   after_burst_ = false;
+  released_ = false;  // this run faults the arena's pages in again
   if (disabled_ || busy_) return std::make_shared<CacheRun>(std::move(self));
   busy_ = true;
   // Blocks of the arena still alive from an earlier run (an output the plan did not
@@ -343,6 +379,7 @@ void PlannedHostAllocator::replan_locked(const std::vector<ArenaBlock>& trace, c
   if (!arena_ || arena_->live_blocks > 0 || arena_->size < p.size) {
     arena_.reset();
     arena_ = Arena::make(p.size);
+    released_ = false;
     if (!arena_) {  // no memory for it: allocate from the cache as before
       disabled_ = true;
       plan_.reset();

@@ -28,13 +28,16 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <vector>
 
 #include "bulkhead/memory.h"
 #include "memory/arena_plan.h"
 #include "memory/caching_allocator.h"
+#include "memory/idle_releaser.h"
 
 namespace bulkhead {
 
@@ -78,10 +81,16 @@ class PlannedHostAllocator final : public Allocator {
   void release(void* data, void* handle, size_t size) override;
   AllocatorStats stats() const override;
   std::shared_ptr<RunAllocator> open_run() override;
-  // SessionOptions::release_idle_memory: whenever the last open run ends, the arena's
-  // pages and the cache go back to the system (the next run faults them in again, the
-  // plan stays). Set once, before the first run.
-  void set_release_when_idle(bool on) { release_when_idle_ = on; }
+  // SessionOptions::release_idle_after_ms: once no run has been open for `after_ms`, the
+  // arena's pages and the cache go back to the system (the next run faults them in again,
+  // the plan stays). 0: whenever the last open run ends; < 0: never (the default). A
+  // positive time needs `releaser`, which wakes this allocator when the time has passed.
+  // Set once, before the first run.
+  void set_release_when_idle(int after_ms, std::shared_ptr<IdleReleaser> releaser);
+  // Called by the IdleReleaser at the time this allocator asked for: gives the memory
+  // back when no run has been open since `after_ms` before `now`, and says when to ask
+  // again otherwise (nullopt: nothing to wait for, the next run's end asks again).
+  std::optional<IdleReleaser::Clock::time_point> release_if_idle(IdleReleaser::Clock::time_point now);
   // The next run that replays the plan takes `region` for its surviving blocks (the
   // plan's from_cache slots); null withdraws a region no run has taken yet.
   void set_survivor_region(std::shared_ptr<SurvivorRegion> region);
@@ -101,10 +110,14 @@ class PlannedHostAllocator final : public Allocator {
   friend class RunArena;
   friend class CacheRun;
   // A run opened by open_run() is over. When it was the last of several that overlapped,
-  // or the last open one and the session releases its memory when idle, the cache is
-  // trimmed (and the arena's pages discarded) and true returned (the caller then releases
-  // malloc's heaps, after letting mu_ go). Holds mu_.
+  // or the last open one and the session releases its memory as soon as it is idle, the
+  // cache is trimmed (and the arena's pages discarded) and true returned (the caller then
+  // releases malloc's heaps, after letting mu_ go). When the session releases its memory
+  // after a while, the releaser is asked to wake it then. Holds mu_.
   bool run_closed_locked();
+  // No run is open: the arena's pages (unless a block of it is still live) and the cache
+  // go back to the system. Holds mu_.
+  void release_idle_locked();
   // Called by a run that recorded `trace` (one block per allocation, in order; `open`
   // marks those still alive at its end) instead of replaying the plan. Holds mu_.
   void replan_locked(const std::vector<ArenaBlock>& trace, const std::vector<bool>& open);
@@ -120,7 +133,11 @@ class PlannedHostAllocator final : public Allocator {
   std::shared_ptr<const std::vector<Slot>> plan_;    // one slot per allocation of a run
   std::shared_ptr<SurvivorRegion> survivors_;         // for the next run that gets the arena
   bool busy_ = false;      // a run holds the arena
-  bool release_when_idle_ = false;
+  int release_after_ms_ = -1;                   // SessionOptions::release_idle_after_ms
+  std::shared_ptr<IdleReleaser> releaser_;     // for release_after_ms_ > 0
+  IdleReleaser::Clock::time_point idle_since_;  // when the last open run ended
+  bool wake_pending_ = false;  // the releaser will call release_if_idle
+  bool released_ = false;      // the arena's pages were given back since the last run
   bool disabled_ = false;  // planning given up (or turned off)
   int replans_ = 0;
   int runs_open_ = 0;       // runs opened and not yet finished

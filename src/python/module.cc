@@ -431,6 +431,7 @@ PYBIND11_MODULE(_bulkhead, m) {
       .def_readwrite("max_concurrent_runs", &SessionOptions::max_concurrent_runs)
       .def_readwrite("share_weights", &SessionOptions::share_weights)
       .def_readwrite("release_idle_memory", &SessionOptions::release_idle_memory)
+      .def_readwrite("release_idle_after_ms", &SessionOptions::release_idle_after_ms)
       .def_readwrite("one_thread_when_small", &SessionOptions::one_thread_when_small)
       .def_readwrite("precision", &SessionOptions::precision)
       .def("apply", [](SessionOptions& o, const std::string& spec) { ensure_ok(o.apply(spec)); })

@@ -123,7 +123,7 @@ Result<Session> build_session(const std::shared_ptr<EnvImpl>& env, ir::Model mod
   for (const auto& spec : options.devices) {
     BH_ASSIGN_OR_RETURN(auto dev, env->acquire_device(spec));
     SessionConfig config{"session#" + std::to_string(id), options.submit_policy, options.graph_capture,
-                         options.release_idle_memory};
+                         options.release_idle_memory ? 0 : options.release_idle_after_ms};
     auto alloc = dev->open_session(config);
     if (!alloc.is_ok()) return alloc.status().with_context("device '" + spec + "': ");
     impl->compile_options.placements.push_back({std::move(dev), std::move(alloc).value()});
@@ -235,6 +235,10 @@ Status check_options(const SessionOptions& o) {
   if (o.precision == "bf16" && o.optimization_level < 2)
     return invalid_argument("session option 'precision' bf16 needs optimization_level 2, got " +
                             std::to_string(o.optimization_level));
+  if (o.release_idle_after_ms < -1 || o.release_idle_after_ms > SessionOptions::kMaxReleaseIdleAfterMs)
+    return invalid_argument("bad value " + std::to_string(o.release_idle_after_ms) +
+                            " for session option 'release_idle_after_ms': expected -1.." +
+                            std::to_string(SessionOptions::kMaxReleaseIdleAfterMs) + " (-1 = never, 0 = as soon as no run is open)");
   if (o.max_concurrent_runs < 0 || o.max_concurrent_runs > kMaxConcurrentRuns)
     return invalid_argument("bad value " + std::to_string(o.max_concurrent_runs) +
                             " for session option 'max_concurrent_runs': expected 0.." + std::to_string(kMaxConcurrentRuns) +
@@ -359,6 +363,12 @@ Status SessionOptions::apply(const std::string& spec) {
       if (v == "1" || v == "true" || v == "on") o.release_idle_memory = true;
       else if (v == "0" || v == "false" || v == "off") o.release_idle_memory = false;
       else return invalid_argument("bad value '" + v + "' for session option 'release_idle_memory': expected 0 or 1");
+    } else if (k == "release_idle_after_ms") {
+      int64_t n = 0;
+      if (!parse_int_in(v, -1, SessionOptions::kMaxReleaseIdleAfterMs, &n))
+        return invalid_argument("bad value '" + v + "' for session option 'release_idle_after_ms': expected an integer -1.." +
+                                std::to_string(SessionOptions::kMaxReleaseIdleAfterMs) + " (-1 = never, 0 = as soon as no run is open)");
+      o.release_idle_after_ms = static_cast<int>(n);
     } else if (k == "one_thread_when_small") {
       if (v == "1" || v == "true" || v == "on") o.one_thread_when_small = true;
       else if (v == "0" || v == "false" || v == "off") o.one_thread_when_small = false;
@@ -377,7 +387,8 @@ Status SessionOptions::apply(const std::string& spec) {
       return invalid_argument("unknown session option '" + k +
                               "' (known: devices, threads, graph_capture, optimization_level, isolation, "
                               "worker_timeout_ms, worker_binary, submit_policy, max_file_bytes, max_tensor_bytes, max_loop_iterations, "
-                              "run_timeout_ms, max_concurrent_runs, share_weights, release_idle_memory, one_thread_when_small, precision)");
+                              "run_timeout_ms, max_concurrent_runs, share_weights, release_idle_memory, release_idle_after_ms, one_thread_when_small, "
+                              "precision)");
     }
   }
   *this = std::move(o);

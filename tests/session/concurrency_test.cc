@@ -264,6 +264,7 @@ TEST(Concurrency, TheLastOfOverlappingRunsGivesTheBurstsMemoryBack) {
   Env env;
   SessionOptions o;
   o.threads = 1;
+  o.release_idle_after_ms = -1;  // only the burst gives memory back here
   auto s = env.load_bytes(model_text_bytes(kLoopModel), "loop", o);
   ASSERT_TRUE(s.is_ok()) << s.status().to_string();
   const NamedTensors in = loop_inputs(kSanitized ? 300 : 3000);
@@ -293,6 +294,81 @@ TEST(Concurrency, TheLastOfOverlappingRunsGivesTheBurstsMemoryBack) {
   EXPECT_EQ(settled.cached, steady.cached);
   EXPECT_EQ(settled.arena, steady.arena);
   EXPECT_EQ(settled.in_use, 0u);
+}
+
+size_t trimmed_of(const Session& s) {
+  size_t n = 0;
+  for (const auto& m : s.memory()) n += m.stats.trimmed;
+  return n;
+}
+
+// SessionOptions::release_idle_after_ms: the Env's releaser thread gives an idle
+// session's memory back while other sessions (and the same one, from other threads) run,
+// and sessions and Envs go away with a release due, being made, or just made.
+TEST(Concurrency, IdleSessionsGiveTheirMemoryBackWhileOthersRun) {
+  Env env;
+  SessionOptions idle_opts, keep_opts;
+  idle_opts.threads = keep_opts.threads = 1;
+  idle_opts.release_idle_after_ms = 5;
+  keep_opts.release_idle_after_ms = -1;
+  auto idle = env.load_bytes(*demo::classifier_model_bytes(), "demo", idle_opts);
+  auto keep = env.load_bytes(*demo::classifier_model_bytes(), "demo", keep_opts);
+  ASSERT_TRUE(idle.is_ok() && keep.is_ok());
+  const Tensor image = demo::classifier_image(0.5f);
+  auto first = keep->run({{"image", image}});
+  ASSERT_TRUE(first.is_ok());
+  const Tensor want = (*first)[0].second;
+  std::atomic<int> wrong{0};
+  std::atomic<bool> done{false};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 2; ++t)  // the idle session, with pauses longer and shorter than its time
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < kIters; ++i) {
+        auto r = idle->run({{"image", image}});
+        if (!r.is_ok() || !bitwise_equal((*r)[0].second, want)) ++wrong;
+        std::this_thread::sleep_for(std::chrono::milliseconds((i * 7 + t * 3) % 12));
+      }
+    });
+  threads.emplace_back([&] {  // the other session, without a pause
+    while (!done.load()) {
+      auto r = keep->run({{"image", image}});
+      if (!r.is_ok() || !bitwise_equal((*r)[0].second, want)) ++wrong;
+    }
+  });
+  threads[0].join();
+  threads[1].join();
+  done = true;
+  threads[2].join();
+  EXPECT_EQ(wrong.load(), 0);
+  // Idle now: its memory goes back within a bounded time; the other session's never.
+  for (int i = 0; i < 1000 && idle->memory()[0].stats.arena > 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_EQ(idle->memory()[0].stats.arena, 0u);
+  EXPECT_GT(trimmed_of(*idle), 0u);
+  EXPECT_EQ(trimmed_of(*keep), 0u);
+  auto again = idle->run({{"image", image}});
+  ASSERT_TRUE(again.is_ok());
+  EXPECT_TRUE(bitwise_equal((*again)[0].second, want));
+
+  // Sessions and Envs dropped around the time their release falls due (on this thread or
+  // the releaser's, whichever lets go last), or holding an output past both.
+  for (int i = 0; i < 12; ++i) {
+    Tensor out;
+    {
+      Env e;
+      SessionOptions o = idle_opts;
+      o.release_idle_after_ms = 1 + i % 3;
+      auto s = e.load_bytes(*demo::classifier_model_bytes(), "demo", o);
+      ASSERT_TRUE(s.is_ok());
+      auto r = s->run({{"image", image}});
+      ASSERT_TRUE(r.is_ok());
+      if (i % 2) out = (*r)[0].second;
+      std::this_thread::sleep_for(std::chrono::microseconds(500 * (i % 6)));
+    }
+    if (i % 2) {
+      EXPECT_TRUE(bitwise_equal(out, want)) << i;
+    }
+  }
 }
 
 TEST(Concurrency, MaxConcurrentRunsIsCheckedAndParsed) {

@@ -3,6 +3,7 @@
 // the sharing is reference-counted, never crosses Envs, can be turned off, and nothing
 // shared is ever written by a run.
 #include <atomic>
+#include <chrono>
 #include <thread>
 
 #include "io/npy.h"
@@ -248,8 +249,10 @@ TEST(ReleaseIdleMemory, RunsGiveTheirMemoryBackAndGiveTheSameResults) {
   Env env;
   SessionOptions o = opts(true);
   o.release_idle_memory = true;
+  SessionOptions keep_opts = opts(true);
+  keep_opts.release_idle_after_ms = -1;  // never, however long this test takes
   auto s = env.load(det_path(), o);
-  auto keep = env.load(det_path(), opts(true));
+  auto keep = env.load(det_path(), keep_opts);
   ASSERT_TRUE(s.is_ok() && keep.is_ok()) << s.status().to_string();
   const Tensor x = det_input(30);
   const Tensor want = run_det(*keep, x);
@@ -276,6 +279,60 @@ TEST(ReleaseIdleMemory, RunsGiveTheirMemoryBackAndGiveTheSameResults) {
   EXPECT_GT(now, trimmed);
   // The session that keeps its memory gave nothing back.
   for (const auto& m : keep->memory()) EXPECT_EQ(m.stats.trimmed, 0u);
+}
+
+TEST(ReleaseIdleMemory, AnIdleSessionGivesItsMemoryBackOnceItsTimeHasPassed) {
+  Env env;
+  SessionOptions o = opts(true);
+  o.release_idle_after_ms = 1000;
+  SessionOptions keep_opts = opts(true);
+  keep_opts.release_idle_after_ms = -1;
+  auto s = env.load(det_path(), o);
+  auto keep = env.load(det_path(), keep_opts);
+  ASSERT_TRUE(s.is_ok() && keep.is_ok()) << s.status().to_string();
+  const Tensor x = det_input(31);
+  const Tensor want = run_det(*keep, x);
+  for (int r = 0; r < 3; ++r) EXPECT_TRUE(bitwise_equal(run_det(*s, x), want)) << "run " << r;
+  // Just after its runs the session keeps its arena for the next one.
+  const AllocatorStats busy = s->memory()[0].stats;
+  ASSERT_GT(busy.arena, 0u);
+  EXPECT_EQ(busy.trimmed, 0u);
+  // Idle for its time (and a bounded while more): the arena and cache go back.
+  const auto start = std::chrono::steady_clock::now();
+  while (s->memory()[0].stats.arena > 0 && std::chrono::steady_clock::now() - start < std::chrono::seconds(20))
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  const AllocatorStats idle = s->memory()[0].stats;
+  EXPECT_GE(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(900));
+  EXPECT_EQ(idle.arena, 0u) << "the idle session kept its arena";
+  EXPECT_GE(idle.trimmed, busy.arena);
+  // The next run faults it in again and computes the same.
+  EXPECT_TRUE(bitwise_equal(run_det(*s, x), want));
+  EXPECT_EQ(s->memory()[0].stats.arena, busy.arena);
+  for (const auto& m : keep->memory()) EXPECT_EQ(m.stats.trimmed, 0u);
+}
+
+TEST(ReleaseIdleMemory, TheTimeIsParsedAndChecked) {
+  EXPECT_EQ(SessionOptions{}.release_idle_after_ms, 5000);  // the default
+  auto ms = SessionOptions::parse("release_idle_after_ms=250");
+  ASSERT_TRUE(ms.is_ok()) << ms.status().to_string();
+  EXPECT_EQ(ms->release_idle_after_ms, 250);
+  auto never = SessionOptions::parse("release_idle_after_ms=-1");
+  ASSERT_TRUE(never.is_ok());
+  EXPECT_EQ(never->release_idle_after_ms, -1);
+  for (const char* bad : {"release_idle_after_ms=-2", "release_idle_after_ms=soon", "release_idle_after_ms=",
+                          "release_idle_after_ms=86400001"}) {
+    auto r = SessionOptions::parse(bad);
+    ASSERT_FALSE(r.is_ok()) << bad;
+    EXPECT_NE(r.status().message().find("session option 'release_idle_after_ms'"), std::string::npos)
+        << r.status().to_string();
+  }
+  SessionOptions set = opts(true);
+  set.release_idle_after_ms = -7;
+  Env env;
+  auto s = env.load(det_path(), set);
+  ASSERT_FALSE(s.is_ok());
+  EXPECT_NE(s.status().message().find("bad value -7 for session option 'release_idle_after_ms'"), std::string::npos)
+      << s.status().to_string();
 }
 
 TEST(ShareWeights, OptionParses) {

@@ -8,6 +8,7 @@
 #include "backend/backend.h"
 #include "backends/cpu/core_budget.h"
 #include "backends/cpu/cpu_kernels.h"
+#include "memory/idle_releaser.h"
 #include "memory/planned_allocator.h"
 #include "oneapi/dnnl/dnnl.hpp"
 
@@ -44,7 +45,7 @@ class CpuDevice final : public Device {
   }
   Result<std::shared_ptr<Allocator>> open_session(const SessionConfig& config) override {
     auto a = std::make_shared<PlannedHostAllocator>("cpu:" + config.owner);
-    a->set_release_when_idle(config.release_idle_memory);
+    a->set_release_when_idle(config.release_idle_after_ms, releaser_);
     return std::shared_ptr<Allocator>(std::move(a));
   }
   const KernelTable& kernels() const override { return *kernels_; }
@@ -66,6 +67,9 @@ class CpuDevice final : public Device {
   std::shared_ptr<const KernelTable> kernels_;
   DeviceInfo info_;
   Domain domain_ = Domain::host();
+  // Wakes this device's idle sessions to give their run memory back (its thread starts
+  // with the first session that asks for it).
+  std::shared_ptr<IdleReleaser> releaser_ = std::make_shared<IdleReleaser>();
 };
 
 class CpuBackend final : public Backend {
