@@ -82,8 +82,8 @@ struct SessionOptions {
   // session keeps private copies of everything.
   bool share_weights = true;
   // CPU: once a session has had no run open for this many milliseconds, the memory its
-  // runs used (the planned arena, the cache) goes back to the system; its next run faults
-  // it in again (for ResNet-50 at batch 1, ~11 MiB: a few percent of that run). A session
+  // runs used (the planned arena, the cache) goes back to the system; its next run maps
+  // it in again (det at 480x640: 28 MiB, ~10% of that one run; bench/README.md). A session
   // that runs more often than this keeps its arena, so steady-state runs allocate
   // nothing; sessions that mostly wait, such as a server's instances of one model, hold
   // their weights (shared) and state only. 0: whenever the last open run ends; -1: never.

@@ -1,5 +1,6 @@
 """bulkhead's own API: Env, sessions with every option, devices, copies, memory, check."""
 import os
+import time
 
 import numpy as np
 import pytest
@@ -168,7 +169,19 @@ def test_sessions_share_weights_unless_told_not_to():
         for k in ya:
             np.testing.assert_array_equal(ya[k], yi[k])
     assert sum(m["trimmed"] for m in idle.memory().values()) > 0
-    del idle
+    # Given back once idle for a time: not just after a run, within a bounded wait after.
+    later = env.load(p, threads=1, release_idle_after_ms=300)
+    np.testing.assert_array_equal(later.run(x)[k], ya[k])
+    assert sum(m["trimmed"] for m in later.memory().values()) == 0
+    deadline = time.monotonic() + 20
+    while sum(m["trimmed"] for m in later.memory().values()) == 0 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert sum(m["trimmed"] for m in later.memory().values()) > 0
+    np.testing.assert_array_equal(later.run(x)[k], ya[k])
+    for bad in (-2, 1.5, True):
+        with pytest.raises(ValueError, match="release_idle_after_ms"):
+            env.load(p, release_idle_after_ms=bad)
+    del idle, later
     del a, b
     assert env.shared_weights()["tensors"] == 0
 
