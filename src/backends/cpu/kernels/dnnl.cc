@@ -263,31 +263,9 @@ Status resolve_geometry(const ConvAttrs& a, bool transpose, const Shape& x, cons
   return Status::ok();
 }
 
-// resolve_geometry for the last shapes a kernel saw: a model of fixed shapes resolves each
-// convolution's geometry once instead of on every call (nine vectors and the auto_pad
-// compares a call). Errors are not kept. Thread-safe.
-class GeometryCache {
- public:
-  Result<std::shared_ptr<const Geometry>> get(const ConvAttrs& a, bool transpose, const Shape& x, const Shape& w,
-                                              const std::string& where) const {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (g_ && x_ == x && w_ == w) return g_;
-    }
-    auto g = std::make_shared<Geometry>();
-    BH_RETURN_IF_ERROR(resolve_geometry(a, transpose, x, w, where, g.get()));
-    std::lock_guard<std::mutex> lock(mu_);
-    x_ = x;
-    w_ = w;
-    g_ = g;
-    return std::shared_ptr<const Geometry>(std::move(g));
-  }
-
- private:
-  mutable std::mutex mu_;
-  mutable Shape x_, w_;                        // guarded by mu_
-  mutable std::shared_ptr<const Geometry> g_;  // guarded by mu_
-};
+// A kernel's resolve_geometry for the last shapes it saw (X and W): nine vectors and the
+// auto_pad compares a call, once per node for a model of fixed shapes.
+using GeometryCache = dnnl_util::LastShapesCache<Geometry, 2>;
 
 // ---------------------------------------------------------------------------------------
 // Reference loops (float64 and anything oneDNN rejects). Spatial dims are padded to 3.
@@ -1180,7 +1158,10 @@ Status ConvKernel::compute(KernelContext& ctx) const {
   }
   if (b && (b->rank() != 1 || b->dim(0) != M))
     return invalid_argument(where + "B " + b->describe() + " must be 1-D with " + std::to_string(M) + " elements");
-  BH_ASSIGN_OR_RETURN(std::shared_ptr<const Geometry> geometry, geometry_.get(a_, transpose_, xs, w->shape(), where));
+  auto resolved = geometry_.get({&xs, &w->shape()}, [&](Geometry* g) {
+    return resolve_geometry(a_, transpose_, xs, w->shape(), where, g);
+  });
+  BH_ASSIGN_OR_RETURN(std::shared_ptr<const Geometry> geometry, std::move(resolved));
   const Geometry& g = *geometry;
   Shape yshape{N, M};
   yshape.insert(yshape.end(), g.out.begin(), g.out.end());
@@ -1767,7 +1748,7 @@ class IntConvKernel final : public Kernel {
   bool int_geometry(const Shape& xs, const Shape& ws, const std::string& where, std::shared_ptr<const Geometry>* g) const {
     const int64_t M = ws[0], G = a_.group;
     if (xs[1] != ws[1] * G || M % G != 0 || M == 0 || shape_numel(xs) == 0) return false;
-    auto got = geometry_.get(a_, false, xs, ws, where);
+    auto got = geometry_.get({&xs, &ws}, [&](Geometry* g) { return resolve_geometry(a_, false, xs, ws, where, g); });
     if (!got.is_ok()) return false;
     *g = std::move(got).value();
     for (int64_t o : (*g)->out)

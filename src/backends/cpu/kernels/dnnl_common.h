@@ -6,6 +6,7 @@
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include <algorithm>
+#include <array>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -270,5 +271,37 @@ inline Status run_reorder(const Reorder& r, CallPool::Call& call, const memory& 
   call.execute(r.prim, {{DNNL_ARG_FROM, &from}, {DNNL_ARG_TO, &to}, {DNNL_ARG_SCRATCHPAD, scratch}});
   return Status::ok();
 }
+
+// A value resolved from a kernel's input shapes (a convolution's or pooling's geometry),
+// kept for the last shapes it was resolved for: a model of fixed shapes resolves it once
+// per node instead of on every call. `make(G*)` resolves it (a Status); errors are not
+// kept. Thread-safe: calls may come from overlapping runs.
+template <class G, size_t N>
+class LastShapesCache {
+ public:
+  template <class Make>
+  Result<std::shared_ptr<const G>> get(const std::array<const Shape*, N>& shapes, Make&& make) const {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (value_ && same(shapes)) return value_;
+    }
+    auto g = std::make_shared<G>();
+    BH_RETURN_IF_ERROR(make(g.get()));
+    std::lock_guard<std::mutex> lock(mu_);
+    for (size_t i = 0; i < N; ++i) last_[i] = *shapes[i];
+    value_ = g;
+    return std::shared_ptr<const G>(std::move(g));
+  }
+
+ private:
+  bool same(const std::array<const Shape*, N>& shapes) const {
+    for (size_t i = 0; i < N; ++i)
+      if (!(last_[i] == *shapes[i])) return false;
+    return true;
+  }
+  mutable std::mutex mu_;
+  mutable std::array<Shape, N> last_;            // guarded by mu_
+  mutable std::shared_ptr<const G> value_;        // guarded by mu_
+};
 
 }  // namespace bulkhead::cpu::dnnl_util

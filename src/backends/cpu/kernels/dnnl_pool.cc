@@ -217,19 +217,9 @@ class PoolKernel final : public Kernel {
   Status compute_blocked(KernelContext& ctx, const Tensor& x) const;
   Status compute_nhwc(KernelContext& ctx, const Tensor& x) const;
 
-  // resolve_pool for `x`, remembered for the last shape seen (a model of fixed shapes
-  // resolves each pooling's once, not on every run).
+  // resolve_pool for `x`, kept for the last shape seen (once per node for fixed shapes).
   Result<std::shared_ptr<const PoolGeo>> geometry_for(const Shape& x, const std::string& where) const {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (last_geometry_ && last_x_ == x) return last_geometry_;
-    }
-    auto g = std::make_shared<PoolGeo>();
-    BH_RETURN_IF_ERROR(resolve_pool(a_, x, where, g.get()));
-    std::lock_guard<std::mutex> lock(mu_);
-    last_x_ = x;
-    last_geometry_ = g;
-    return std::shared_ptr<const PoolGeo>(std::move(g));
+    return geometry_.get({&x}, [&](PoolGeo* g) { return resolve_pool(a_, x, where, g); });
   }
 
   PoolAttrs a_;
@@ -238,8 +228,7 @@ class PoolKernel final : public Kernel {
   bool nhwc_ = false;
   mutable std::mutex mu_;
   mutable std::map<std::pair<Shape, int>, std::shared_ptr<const Plan>> plans_;
-  mutable Shape last_x_;                                  // guarded by mu_
-  mutable std::shared_ptr<const PoolGeo> last_geometry_;  // guarded by mu_
+  dnnl_util::LastShapesCache<PoolGeo, 1> geometry_;
   dnnl_util::CallPool calls_{eng_};
 };
 
