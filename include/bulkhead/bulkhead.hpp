@@ -92,10 +92,13 @@ struct SessionOptions {
   static constexpr int kMaxReleaseIdleAfterMs = 86'400'000;  // a day
   // true: as release_idle_after_ms = 0 (whenever a session's last open run ends).
   bool release_idle_memory = false;
-  // CPU: a session whose every node has fewer than 16 M multiply-adds (ShuffleNet) runs
-  // on one thread whatever `threads` says (true, the default): splitting nodes that small
-  // costs more in traffic between the cores' caches than the second core gains.
-  // Session::threads() says when it did. false: the threads asked for.
+  // CPU: a session whose every node has fewer than 16 M multiply-adds (ShuffleNet) times
+  // its first runs at one thread and at `threads`, alternately, and keeps the faster for
+  // every later run (true, the default): whether splitting nodes that small gains more
+  // than it costs in traffic between the cores' caches depends on the machine (ShuffleNet
+  // at 2 threads: 1.30x slower than at one on one 2-core machine, 1.38x faster on
+  // another). Results do not depend on it. Session::threads() says what was kept.
+  // false: always the threads asked for.
   bool one_thread_when_small = true;
   // The arithmetic of the CPU's convolutions and matrix products: "fp32" (the default)
   // or "bf16". With "bf16" (CPU sessions at optimization_level 2), every float32 Conv,
@@ -225,7 +228,9 @@ class Session {
   PrecisionUse precision() const;
   // The intra-op threads this session's runs use: `requested` is what
   // SessionOptions::threads resolved to (0 = every core), `effective` what runs use, and
-  // `note` why they differ ("" when they do not): SessionOptions::one_thread_when_small.
+  // `note` why ("" when nothing was decided for this session): with
+  // SessionOptions::one_thread_when_small, what its first runs measured (while they are
+  // being timed, `effective` is 1 and the note says so).
   // For a session in a worker process: what was asked (the worker applies the same rule
   // to its own session). Thread-safe.
   struct ThreadUse {

@@ -1,10 +1,13 @@
 // How much arithmetic the largest node of a graph does, from its weights and the shapes
-// known before it runs: a session whose every node is small runs on one thread
-// (session.cc). A second thread pays only where a node has enough work to split: each
-// split node hands half of its output to the other core's cache, and the next node reads
-// half of its input from there. ShuffleNet, whose largest layer has 8.4 M multiply-adds,
-// ran at 2 threads in 3.84 ms and at 1 in 2.95 (ONNX Runtime 3.38 at 2 threads); models
-// with a layer of 50 M or more (ResNet, rec, det) gain a third or more from the second.
+// known before it runs: a session whose every node is small times its first runs at one
+// thread and at the threads asked for, and keeps the faster (session/threads_probe.h).
+// Each split node hands half of its output to the other core's cache, and the next node
+// reads half of its input from there; whether the second core pays for that with nodes
+// this small depends on the machine. ShuffleNet, whose largest layer has 8.4 M
+// multiply-adds, ran at 2 threads in 3.84 ms and at 1 in 2.95 on one 2-core machine (ONNX
+// Runtime 3.38 at 2 threads), and in 1.49 against 2.05 on another; models with a layer of
+// 50 M or more (ResNet, rec, det) gain a third or more from the second everywhere, and
+// are not timed.
 #pragma once
 
 #include "ir/graph.h"

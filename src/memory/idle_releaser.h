@@ -13,6 +13,9 @@
 // allocators weakly (a session that goes away is forgotten) and never calls one with its
 // own mutex held, so an allocator may call wake_at with its mutex held.
 //
+// A process that forks without exec keeps the thread in the parent only: sessions the child
+// inherited keep their memory there (as they keep oneDNN's thread pool in the parent).
+//
 // Ownership: held by the device and by each allocator it serves (shared_ptr); the thread
 // stops with the last holder, which joins it (or, when the last holder lets go on the
 // thread itself, the thread finishes on its own). Thread-safe.

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <limits>
 #include <unordered_map>
+#include <utility>
 
 #include "memory/host_pages.h"
 
@@ -294,6 +295,7 @@ bool PlannedHostAllocator::run_closed_locked() {
     if (!wake_pending_) {
       auto self = std::static_pointer_cast<PlannedHostAllocator>(shared_from_this());
       wake_pending_ = releaser_->wake_at(self, idle_since_ + std::chrono::milliseconds(release_after_ms_));
+      if (!wake_pending_) release_after_ms_ = -1;  // no thread to wake it: keep the memory
     }
   }
   if (!overlapped_) return false;
@@ -331,13 +333,13 @@ std::shared_ptr<RunAllocator> PlannedHostAllocator::open_run() {
     auto self = std::static_pointer_cast<PlannedHostAllocator>(shared_from_this());
     if (++runs_open_ > 1) overlapped_ = true;
     after_burst_ = false;
-    if (released_ && arena_ && !disabled_ && !busy_) refault = arena_;
-    released_ = false;
+    const bool was_released = std::exchange(released_, false);
     if (disabled_ || busy_) return std::make_shared<CacheRun>(std::move(self));
     busy_ = true;
     // Blocks of the arena still alive from an earlier run (an output the plan did not
     // expect): this run gets an arena of its own; the old one goes with its last block.
     if (arena_ && arena_->live_blocks > 0) arena_ = Arena::make(arena_->size);
+    else if (was_released) refault = arena_;
     std::shared_ptr<SurvivorRegion> survivors = plan_ ? std::move(survivors_) : nullptr;
     survivors_.reset();
     run = std::make_shared<RunArena>(std::move(self), arena_, plan_, std::move(survivors));
@@ -346,6 +348,15 @@ std::shared_ptr<RunAllocator> PlannedHostAllocator::open_run() {
   // in a virtual machine is several times slower (without the lock: it takes a while).
   if (refault) prefault_for_write(refault->base, refault->size);
   return run;
+}
+
+void PlannedHostAllocator::restart_planning() {
+  std::lock_guard lock(mu_);
+  replans_ = 0;
+  disabled_ = !planning_enabled();
+  plan_.reset();
+  arena_.reset();  // a run holding it keeps it; the next recorded run makes the new one
+  released_ = false;
 }
 
 void PlannedHostAllocator::set_survivor_region(std::shared_ptr<SurvivorRegion> region) {

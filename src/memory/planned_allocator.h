@@ -87,6 +87,10 @@ class PlannedHostAllocator final : public Allocator {
   // positive time needs `releaser`, which wakes this allocator when the time has passed.
   // Set once, before the first run.
   void set_release_when_idle(int after_ms, std::shared_ptr<IdleReleaser> releaser);
+  // The runs' allocations changed for good (the session settled on a thread count after
+  // timing its first runs at several, whose different scratch sizes made the plan give up):
+  // planning starts again from the next run, as for a new session.
+  void restart_planning();
   // Called by the IdleReleaser at the time this allocator asked for: gives the memory
   // back when no run has been open since `after_ms` before `now`, and says when to ask
   // again otherwise (nullopt: nothing to wait for, the next run's end asks again).

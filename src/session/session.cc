@@ -17,7 +17,9 @@
 #include "isolate/remote_session.h"
 #include "isolate/session_hooks.h"
 #include "memory/host_pages.h"
+#include "memory/planned_allocator.h"
 #include "session/env_impl.h"
+#include "session/threads_probe.h"
 
 namespace bulkhead {
 
@@ -46,6 +48,9 @@ class SessionImpl {
   std::vector<IoInfo> inputs, outputs;  // public: required inputs only
   Session::PrecisionUse precision;
   Session::ThreadUse threads;
+  // one_thread_when_small: a session of small nodes times its first runs at one thread and
+  // at `threads`, and keeps the faster (null: every run asks for compile_options.threads).
+  std::unique_ptr<ThreadsProbe> threads_probe;
   // isolation "process": the session lives in a worker and runs are forwarded there
   // (no model, no plan here).
   std::unique_ptr<isolate::RemoteSession> remote;
@@ -172,16 +177,17 @@ Result<Session> build_session(const std::shared_ptr<EnvImpl>& env, ir::Model mod
     if (impl->compile_options.shared->stats().hit_bytes - hits >= (1u << 20)) trim_malloc_heaps();
   }
   const ir::Graph& g = *impl->model.graph;
-  // Every node too small to split: one thread (exec/work.h).
+  // Every node small (exec/work.h): whether a second core pays is timed on the first runs
+  // (ThreadsProbe); the plan is made for the threads asked for, and one-thread runs make
+  // their primitives at their first run.
   impl->threads.requested = impl->threads.effective = impl->compile_options.threads;
   if (options.one_thread_when_small && impl->compile_options.threads > 1 && first.backend == "cpu" &&
       impl->compile_options.placements.size() == 1 && small_work_policy_on()) {
     const double macs = exec::largest_node_macs(g);
     if (macs < exec::kSmallModelMacs) {
-      impl->compile_options.threads = impl->threads.effective = 1;
-      char note[160];
-      std::snprintf(note, sizeof note, "every node has fewer than 16 M multiply-adds (the largest %.1f M): one thread", macs / 1e6);
-      impl->threads.note = note;
+      char why[160];
+      std::snprintf(why, sizeof why, "every node has fewer than 16 M multiply-adds (the largest %.1f M)", macs / 1e6);
+      impl->threads_probe = std::make_unique<ThreadsProbe>(impl->compile_options.threads, why);
     }
   }
   // IR >= 4: an input with an initializer is a default the caller may override. IR < 4
@@ -441,7 +447,13 @@ Session::ThreadUse Session::threads() const {
     const int t = impl_->options.threads ? impl_->options.threads : default_threads();
     return {t, t, ""};
   }
-  return impl_->threads;
+  Session::ThreadUse use = impl_->threads;
+  if (const ThreadsProbe* probe = impl_->threads_probe.get()) {
+    const int kept = probe->decided();
+    use.effective = kept ? kept : 1;
+    use.note = probe->note();
+  }
+  return use;
 }
 
 Session::PrecisionUse Session::precision() const {
@@ -597,14 +609,24 @@ Result<NamedValues> run_session(const SessionImpl& s, const NamedValues& inputs,
   if (limits.any()) rc.limits = &limits;
   rc.opts = &s.compile_options;
   rc.router = s.env->router().get();
-  rc.threads = s.compile_options.threads;
+  rc.threads = s.threads_probe ? s.threads_probe->next_run() : s.compile_options.threads;
+  const bool timed = s.threads_probe && !s.threads_probe->decided();
   std::vector<exec::NodeTiming> timings;
   if (options.profile) rc.profile = &timings;
   std::vector<std::shared_ptr<void>> guards;
+  const auto run_start = std::chrono::steady_clock::now();
   for (auto& p : s.compile_options.placements) guards.push_back(p.device->enter_run(rc.threads));
   auto outs = exec::run(*s.plan, std::move(bound), rc);
   guards.clear();
   if (!outs.is_ok()) return outs.status();
+  if (timed &&
+      s.threads_probe->ran(rc.threads,
+                           std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - run_start).count())) {
+    // Runs at two thread counts allocate differently (oneDNN's scratch is per thread), so
+    // the arena plan gave up while they alternated: plan again for the count kept.
+    for (const auto& p : s.compile_options.placements)
+      if (auto* planned = dynamic_cast<PlannedHostAllocator*>(p.allocator.get())) planned->restart_planning();
+  }
   if (options.profile)
     for (auto& t : timings) options.profile->push_back({t.node->name, t.node->op_type, t.ms, t.shapes});
 

@@ -1,11 +1,12 @@
-// Session::threads(): a CPU session whose every node is small runs on one thread
-// (exec/work.h) and says so; a session with a node worth splitting keeps its threads; one
+// Session::threads(): a CPU session whose every node is small (exec/work.h) times its
+// first runs at one thread and at the threads asked for, keeps the faster and says so; a session with a node worth splitting keeps its threads; one
 // thread asked for is one thread; nodes whose work is unknown before a run (a subgraph)
 // keep the threads asked for; SessionOptions::one_thread_when_small = false and
 // BULKHEAD_CPU_SERIAL_BYTES=0 keep them too.
 #include <cstdlib>
 #include <string>
 
+#include "session/threads_probe.h"
 #include "support/test_util.h"
 
 namespace bulkhead::test {
@@ -31,21 +32,76 @@ Session::ThreadUse threads_of(const std::string& text, int threads, bool one_whe
   return s->threads();
 }
 
-TEST(SessionThreads, EveryNodeSmallRunsOnOneThreadAndSaysWhy) {
+TEST(SessionThreads, EveryNodeSmallTimesItsFirstRunsAndKeepsTheFaster) {
   // 8 -> 8 channels, 3x3 at 16x16: 147 K multiply-adds.
-  const auto t = threads_of(conv_model(8, 16), 2);
-  EXPECT_EQ(t.requested, 2);
-  EXPECT_EQ(t.effective, 1);
-  EXPECT_NE(t.note.find("fewer than 16 M multiply-adds"), std::string::npos) << t.note;
-  // The results are those of a one-thread session.
-  const NamedTensors in{{"x", random_tensor({1, 8, 16, 16}, 5)}};
-  SessionOptions one, two;
-  one.threads = 1;
+  Env env;
+  SessionOptions two, one;
   two.threads = 2;
-  const auto a = run_profiled(conv_model(8, 16), one, in), b = run_profiled(conv_model(8, 16), two, in);
-  ASSERT_EQ(a.outputs.size(), 1u);
-  ASSERT_EQ(b.outputs.size(), 1u);
-  EXPECT_TRUE(bitwise_equal(a.outputs[0].second, b.outputs[0].second));
+  one.threads = 1;
+  auto s = env.load_bytes(model_text_bytes(conv_model(8, 16)), "m.onnx", two);
+  auto ref = env.load_bytes(model_text_bytes(conv_model(8, 16)), "m.onnx", one);
+  ASSERT_TRUE(s.is_ok() && ref.is_ok()) << s.status().to_string();
+  const auto before = s->threads();
+  EXPECT_EQ(before.requested, 2);
+  EXPECT_EQ(before.effective, 1);
+  EXPECT_NE(before.note.find("fewer than 16 M multiply-adds"), std::string::npos) << before.note;
+  EXPECT_NE(before.note.find("the first runs are timed at 1 and 2 threads"), std::string::npos) << before.note;
+  // Runs at either count (alternating, then the one kept) give a one-thread session's results.
+  const NamedTensors in{{"x", random_tensor({1, 8, 16, 16}, 5)}};
+  auto want = ref->run(in);
+  ASSERT_TRUE(want.is_ok());
+  for (int r = 0; r < 2 * (ThreadsProbe::kWarm + ThreadsProbe::kSamples) + 2; ++r) {
+    auto got = s->run(in);
+    ASSERT_TRUE(got.is_ok()) << got.status().to_string();
+    EXPECT_TRUE(bitwise_equal((*got)[0].second, (*want)[0].second)) << "run " << r;
+  }
+  const auto after = s->threads();
+  EXPECT_TRUE(after.effective == 1 || after.effective == 2) << after.effective;
+  EXPECT_NE(after.note.find("timed faster over the first runs"), std::string::npos) << after.note;
+  EXPECT_EQ(ref->threads().note, "");
+}
+
+// The decision itself, on times given to it.
+TEST(ThreadsProbe, AlternatesSkipsEachCountsFirstRunAndKeepsTheFaster) {
+  auto decide = [](double at_many, double at_one) {
+    ThreadsProbe p(2, "small");
+    for (int i = 0; i < ThreadsProbe::kWarm; ++i) {  // each count's first runs: not counted
+      EXPECT_EQ(p.next_run(), 2);
+      p.ran(2, 500.0);
+      EXPECT_EQ(p.next_run(), 1);
+      p.ran(1, 500.0);
+    }
+    for (int i = 0; i < ThreadsProbe::kSamples; ++i) {
+      EXPECT_EQ(p.decided(), 0);
+      EXPECT_EQ(p.next_run(), 2);
+      p.ran(2, at_many + 0.01 * i);
+      EXPECT_EQ(p.next_run(), 1);
+      p.ran(1, at_one + 0.01 * i);
+    }
+    return std::make_pair(p.decided(), p.note());
+  };
+  auto [many, many_note] = decide(1.0, 2.0);
+  EXPECT_EQ(many, 2);
+  EXPECT_NE(many_note.find("small: 2 threads, timed faster over the first runs (median 1.025 ms against 2.025 at 1)"),
+            std::string::npos)
+      << many_note;
+  auto [one, one_note] = decide(2.0, 1.0);
+  EXPECT_EQ(one, 1);
+  EXPECT_NE(one_note.find("small: 1 thread, timed faster"), std::string::npos) << one_note;
+  EXPECT_EQ(decide(0.99, 1.0).first, 1);  // within 3%: one thread, a core left free
+  EXPECT_EQ(decide(0.95, 1.0).first, 2);
+  // Once kept, every run asks for it and later times change nothing.
+  ThreadsProbe p(4, "small");
+  for (int i = 0; i < 2 * (ThreadsProbe::kWarm + ThreadsProbe::kSamples); ++i) {
+    const int t = p.next_run();
+    p.ran(t, t == 4 ? 1.0 : 3.0);
+  }
+  EXPECT_EQ(p.decided(), 4);
+  for (int i = 0; i < 5; ++i) {
+    EXPECT_EQ(p.next_run(), 4);
+    p.ran(4, 100.0);
+  }
+  EXPECT_EQ(p.decided(), 4);
 }
 
 TEST(SessionThreads, ANodeWorthSplittingKeepsTheThreads) {
