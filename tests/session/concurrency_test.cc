@@ -55,6 +55,39 @@ TEST(Concurrency, ManyThreadsOneSession) {
   EXPECT_EQ(wrong.load(), 0);
 }
 
+// A session of small nodes at 2 threads times its first runs at 1 and 2 threads and then
+// keeps one (ThreadsProbe), re-planning its arena: here while runs overlap from several
+// threads. Every result is the one-thread session's.
+TEST(Concurrency, ASmallModelTimesItsThreadsWhileRunsOverlap) {
+  Env env;
+  SessionOptions two, one;
+  two.threads = 2;
+  one.threads = 1;
+  auto s = env.load_bytes(*demo::classifier_model_bytes(), "demo", two);
+  auto ref = env.load_bytes(*demo::classifier_model_bytes(), "demo", one);
+  ASSERT_TRUE(s.is_ok() && ref.is_ok());
+  ASSERT_NE(s->threads().note.find("timed"), std::string::npos) << s->threads().note;
+  std::vector<Tensor> images, expected;
+  for (int t = 0; t < kThreads; ++t) {
+    images.push_back(demo::classifier_image(0.21f * t));
+    auto r = ref->run({{"image", images.back()}});
+    ASSERT_TRUE(r.is_ok());
+    expected.push_back((*r)[0].second);
+  }
+  std::atomic<int> wrong{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < kIters; ++i) {
+        auto r = s->run({{"image", images[t]}});
+        if (!r.is_ok() || !bitwise_equal((*r)[0].second, expected[t])) ++wrong;
+      }
+    });
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(wrong.load(), 0);
+  EXPECT_NE(s->threads().note.find("timed faster"), std::string::npos) << s->threads().note;
+}
+
 TEST(Concurrency, ManySessionsCreatedHereRunElsewhere) {
   Env env;
   SessionOptions o;
