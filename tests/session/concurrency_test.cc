@@ -29,6 +29,32 @@ Tensor bool_scalar(bool v) {
   return t;
 }
 
+// The demo classifier's image for each of kThreads threads, and what `ref` makes of it.
+void classifier_cases(const Session& ref, float step, std::vector<Tensor>* images, std::vector<Tensor>* expected) {
+  for (int t = 0; t < kThreads; ++t) {
+    images->push_back(demo::classifier_image(step * t));
+    auto r = ref.run({{"image", images->back()}});
+    ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+    expected->push_back((*r)[0].second);
+  }
+}
+
+// Runs `s` from kThreads threads at once, kIters times each, thread t on images[t]: how
+// many results were not expected[t] (or failed).
+int wrong_from_threads(const Session& s, const std::vector<Tensor>& images, const std::vector<Tensor>& expected) {
+  std::atomic<int> wrong{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < kIters; ++i) {
+        auto r = s.run({{"image", images[t]}});
+        if (!r.is_ok() || !bitwise_equal((*r)[0].second, expected[t])) ++wrong;
+      }
+    });
+  for (auto& th : threads) th.join();
+  return wrong.load();
+}
+
 TEST(Concurrency, ManyThreadsOneSession) {
   Env env;
   SessionOptions o;
@@ -36,23 +62,8 @@ TEST(Concurrency, ManyThreadsOneSession) {
   auto s = env.load_bytes(*demo::classifier_model_bytes(), "demo", o);
   ASSERT_TRUE(s.is_ok());
   std::vector<Tensor> images, expected;
-  for (int t = 0; t < kThreads; ++t) {
-    images.push_back(demo::classifier_image(0.37f * t));
-    auto r = s->run({{"image", images.back()}});
-    ASSERT_TRUE(r.is_ok());
-    expected.push_back((*r)[0].second);
-  }
-  std::atomic<int> wrong{0};
-  std::vector<std::thread> threads;
-  for (int t = 0; t < kThreads; ++t)
-    threads.emplace_back([&, t] {
-      for (int i = 0; i < kIters; ++i) {
-        auto r = s->run({{"image", images[t]}});
-        if (!r.is_ok() || !bitwise_equal((*r)[0].second, expected[t])) ++wrong;
-      }
-    });
-  for (auto& th : threads) th.join();
-  EXPECT_EQ(wrong.load(), 0);
+  classifier_cases(*s, 0.37f, &images, &expected);
+  EXPECT_EQ(wrong_from_threads(*s, images, expected), 0);
 }
 
 // A session of small nodes at 2 threads times its first runs at 1 and 2 threads and then
@@ -68,23 +79,8 @@ TEST(Concurrency, ASmallModelTimesItsThreadsWhileRunsOverlap) {
   ASSERT_TRUE(s.is_ok() && ref.is_ok());
   ASSERT_NE(s->threads().note.find("timed"), std::string::npos) << s->threads().note;
   std::vector<Tensor> images, expected;
-  for (int t = 0; t < kThreads; ++t) {
-    images.push_back(demo::classifier_image(0.21f * t));
-    auto r = ref->run({{"image", images.back()}});
-    ASSERT_TRUE(r.is_ok());
-    expected.push_back((*r)[0].second);
-  }
-  std::atomic<int> wrong{0};
-  std::vector<std::thread> threads;
-  for (int t = 0; t < kThreads; ++t)
-    threads.emplace_back([&, t] {
-      for (int i = 0; i < kIters; ++i) {
-        auto r = s->run({{"image", images[t]}});
-        if (!r.is_ok() || !bitwise_equal((*r)[0].second, expected[t])) ++wrong;
-      }
-    });
-  for (auto& th : threads) th.join();
-  EXPECT_EQ(wrong.load(), 0);
+  classifier_cases(*ref, 0.21f, &images, &expected);
+  EXPECT_EQ(wrong_from_threads(*s, images, expected), 0);
   EXPECT_NE(s->threads().note.find("timed faster"), std::string::npos) << s->threads().note;
 }
 
