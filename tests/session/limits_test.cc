@@ -89,6 +89,33 @@ TEST(Limits, TensorsLargerThanTheLimitAreRefusedBeforeTheyAreMade) {
   EXPECT_EQ((*ok)[0].second.numel(), 512 * 512);
 }
 
+// A declared input shape whose element count overflows 64 bits (found by the model fuzz
+// harness: the MatMul kernel's warm-up multiplied the dimensions): loading is refused or
+// succeeds, never undefined behaviour; a run with any real tensor is refused.
+TEST(Limits, AShapeWhoseSizeOverflowsIsNeverMultipliedOut) {
+  const char* matmul = R"(<ir_version: 8, opset_import: ["" : 17]>
+g (float[3037000500,3037000500,4] a) => (float[3037000500,3037000500,2] y) <float[4,2] b = {1,2,3,4,5,6,7,8}> {
+  y = MatMul (a, b)
+})";
+  const char* conv = R"(<ir_version: 8, opset_import: ["" : 17]>
+g (float[1,2,3037000500,3037000500] a) => (float[1,2,3037000500,3037000500] y) <float[2,2,1,1] b = {1,2,3,4}> {
+  y = Conv (a, b)
+})";
+  for (const char* text : {matmul, conv}) {
+    Env env;
+    auto s = env.load_bytes(model_text_bytes(text), "huge.onnx", SessionOptions{});
+    if (!s.is_ok()) {
+      EXPECT_FALSE(s.status().message().empty());
+      continue;
+    }
+    Shape small(s->inputs()[0].shape.size(), 1);
+    small[small.size() == 3 ? 2 : 1] = s->inputs()[0].shape[small.size() == 3 ? 2 : 1];
+    auto r = s->run({{"a", Tensor::host(DataType::kFloat32, small)}});
+    ASSERT_FALSE(r.is_ok());
+    EXPECT_NE(r.status().message().find("'a'"), std::string::npos) << r.status().to_string();
+  }
+}
+
 TEST(Limits, OptionStringsAndBadValues) {
   auto o = SessionOptions::parse("max_tensor_bytes=64M;max_loop_iterations=5000;run_timeout_ms=250;max_file_bytes=1G");
   ASSERT_TRUE(o.is_ok()) << o.status().to_string();

@@ -1747,7 +1747,8 @@ class IntConvKernel final : public Kernel {
   // groups, some output channels and pixels, a non-empty X); its geometry in `g`.
   bool int_geometry(const Shape& xs, const Shape& ws, const std::string& where, std::shared_ptr<const Geometry>* g) const {
     const int64_t M = ws[0], G = a_.group;
-    if (xs[1] != ws[1] * G || M % G != 0 || M == 0 || shape_numel(xs) == 0) return false;
+    int64_t numel = 0;  // X's shape may be one declared in the model, whose size need not fit
+    if (xs[1] != ws[1] * G || M % G != 0 || M == 0 || !checked_numel(xs, &numel) || numel == 0) return false;
     auto got = geometry_.get({&xs, &ws}, [&](Geometry* g) { return resolve_geometry(a_, false, xs, ws, where, g); });
     if (!got.is_ok()) return false;
     *g = std::move(got).value();

@@ -211,8 +211,8 @@ inline void warm_sgemm_for(const KernelInfo& info, bool transposed_a) {
   if (info.graph_input_type(0) != DataType::kFloat32) return;
   const std::optional<Shape> a = info.static_input_shape(0);
   if (!a || a->empty()) return;
-  int64_t n = 1;
-  for (int64_t d : *a) n *= d;
+  int64_t n = 0;
+  if (!checked_numel(*a, &n)) return;  // a shape no run can have (its size overflows): nothing to warm
   const int64_t k = transposed_a && a->size() == 2 ? (*a)[0] : a->back();
   if (n == 0 || k == 0) return;
   warm_sgemm(n / k > 1);
