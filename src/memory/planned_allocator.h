@@ -21,7 +21,10 @@
 // others allocate from the cache. When the last of several overlapping runs ends, the
 // cache is given back to the system (a burst must not leave its memory behind), and so
 // is every block released after that until the next run opens (the burst's outputs,
-// which their callers held past the end of the burst). Each session owns its allocator (I3): no block moves
+// which their callers held past the end of the burst). A session that has had no run open
+// for SessionOptions::release_idle_after_ms gives its arena's pages and its cache back as
+// well (the IdleReleaser wakes it); its next run maps the arena in again in one system
+// call. Each session owns its allocator (I3): no block moves
 // between sessions. BULKHEAD_CPU_ARENA=0 turns planning off for the process.
 //
 // Thread-safe: one mutex guards the plan, the arena and the counters.
@@ -82,7 +85,7 @@ class PlannedHostAllocator final : public Allocator {
   AllocatorStats stats() const override;
   std::shared_ptr<RunAllocator> open_run() override;
   // SessionOptions::release_idle_after_ms: once no run has been open for `after_ms`, the
-  // arena's pages and the cache go back to the system (the next run faults them in again,
+  // arena's pages and the cache go back to the system (the next run maps them in again,
   // the plan stays). 0: whenever the last open run ends; < 0: never (the default). A
   // positive time needs `releaser`, which wakes this allocator when the time has passed.
   // Set once, before the first run.
