@@ -116,6 +116,31 @@ g (float[1,2,3037000500,3037000500] a) => (float[1,2,3037000500,3037000500] y) <
   }
 }
 
+// A blocksize whose square overflows (found by the model fuzz harness under UBSan): a
+// clear error naming the blocksize, not arithmetic on a wrapped number.
+TEST(Limits, DepthToSpaceAndSpaceToDepthRefuseABlocksizeThatOverflows) {
+  struct Case {
+    const char* text;
+    Shape x;
+  };
+  const Case cases[] = {
+      {R"(<ir_version: 8, opset_import: ["" : 17]>
+g (float[1,4,2,2] x) => (float[?,?,?,?] y) { y = DepthToSpace <blocksize = 4294967296> (x) })",
+       {1, 4, 2, 2}},
+      {R"(<ir_version: 8, opset_import: ["" : 17]>
+g (float[1,4,0,0] x) => (float[?,?,?,?] y) { y = SpaceToDepth <blocksize = 4294967296> (x) })",
+       {1, 4, 0, 0}},
+  };
+  for (const Case& c : cases) {
+    Env env;
+    auto s = env.load_bytes(model_text_bytes(c.text), "block.onnx", SessionOptions{});
+    ASSERT_TRUE(s.is_ok()) << s.status().to_string();
+    auto r = s->run({{"x", Tensor::host(DataType::kFloat32, c.x)}});
+    ASSERT_FALSE(r.is_ok()) << c.text;
+    EXPECT_NE(r.status().message().find("blocksize 4294967296"), std::string::npos) << r.status().to_string();
+  }
+}
+
 TEST(Limits, OptionStringsAndBadValues) {
   auto o = SessionOptions::parse("max_tensor_bytes=64M;max_loop_iterations=5000;run_timeout_ms=250;max_file_bytes=1G");
   ASSERT_TRUE(o.is_ok()) << o.status().to_string();

@@ -1096,9 +1096,14 @@ Result<std::unique_ptr<Kernel>> make_depth_to_space(const KernelInfo& info) {
     if (!x) return invalid_argument(ctx.where() + "missing input");
     if (x->rank() != 4) return invalid_argument(ctx.where() + "input must be 4-D, got " + shape_to_string(x->shape()));
     int64_t n = x->dim(0), c = x->dim(1), h = x->dim(2), w = x->dim(3);
-    if (c % (bs * bs) != 0)
-      return invalid_argument(ctx.where() + "channels " + std::to_string(c) + " not divisible by blocksize^2");
-    int64_t co = c / (bs * bs);
+    int64_t bb = 0, ho = 0, wo = 0;  // blocksize^2 and the output's H and W: a hostile blocksize overflows them
+    if (!checked_mul(bs, bs, &bb) || c % bb != 0)
+      return invalid_argument(ctx.where() + "channels " + std::to_string(c) + " not divisible by blocksize^2 (blocksize " +
+                              std::to_string(bs) + ")");
+    if (!checked_mul(h, bs, &ho) || !checked_mul(w, bs, &wo))
+      return invalid_argument(ctx.where() + "output size of " + shape_to_string(x->shape()) + " with blocksize " +
+                              std::to_string(bs) + " overflows");
+    int64_t co = c / bb;
     // Input as 6-D [N, a, b, c, H, W]; output order [N, C', H, b1, W, b2].
     Shape in6 = crd ? Shape{n, co, bs, bs, h, w} : Shape{n, bs, bs, co, h, w};
     auto s6 = strides_of(in6);
@@ -1110,7 +1115,7 @@ Result<std::unique_ptr<Kernel>> make_depth_to_space(const KernelInfo& info) {
       st[i] = s6[perm[i]];
     }
     BH_RETURN_IF_ERROR(need_host(*x, ctx.where(), "input"));
-    BH_ASSIGN_OR_RETURN(Tensor out, ctx.allocate_output(0, x->dtype(), Shape{n, co, h * bs, w * bs}));
+    BH_ASSIGN_OR_RETURN(Tensor out, ctx.allocate_output(0, x->dtype(), Shape{n, co, ho, wo}));
     if (out.numel() == 0) return Status::ok();
     return by_elem_size(x->dtype(), ctx.where(), [&](auto tag) -> Status {
       using T = decltype(tag);
@@ -1128,8 +1133,12 @@ Result<std::unique_ptr<Kernel>> make_space_to_depth(const KernelInfo& info) {
     if (!x) return invalid_argument(ctx.where() + "missing input");
     if (x->rank() != 4) return invalid_argument(ctx.where() + "input must be 4-D, got " + shape_to_string(x->shape()));
     int64_t n = x->dim(0), c = x->dim(1), h = x->dim(2), w = x->dim(3);
+    int64_t co = 0;  // C * blocksize^2: a hostile blocksize overflows it
     if (h % bs != 0 || w % bs != 0)
       return invalid_argument(ctx.where() + "spatial size " + shape_to_string(x->shape()) + " not divisible by blocksize");
+    if (!checked_mul(bs, bs, &co) || !checked_mul(c, co, &co))
+      return invalid_argument(ctx.where() + "output channels of " + shape_to_string(x->shape()) + " with blocksize " +
+                              std::to_string(bs) + " overflow");
     Shape in6{n, c, h / bs, bs, w / bs, bs};
     auto s6 = strides_of(in6);
     const int perm[6] = {0, 3, 5, 1, 2, 4};
@@ -1140,7 +1149,7 @@ Result<std::unique_ptr<Kernel>> make_space_to_depth(const KernelInfo& info) {
       st[i] = s6[perm[i]];
     }
     BH_RETURN_IF_ERROR(need_host(*x, ctx.where(), "input"));
-    BH_ASSIGN_OR_RETURN(Tensor out, ctx.allocate_output(0, x->dtype(), Shape{n, c * bs * bs, h / bs, w / bs}));
+    BH_ASSIGN_OR_RETURN(Tensor out, ctx.allocate_output(0, x->dtype(), Shape{n, co, h / bs, w / bs}));
     if (out.numel() == 0) return Status::ok();
     return by_elem_size(x->dtype(), ctx.where(), [&](auto tag) -> Status {
       using T = decltype(tag);
