@@ -138,10 +138,12 @@ void plan_concat_views(CompiledGraph& cg, const ir::Graph& graph, const CompileO
     int64_t axis = n.attr_int("axis", 1);
     if (axis < 0) axis += r;
     if (axis < 0 || axis >= r) continue;
+    // Declared shapes: their products need not fit (a model may declare any size).
     int64_t outer = 1, inner = 1;
-    for (int d = 0; d < axis; ++d) outer *= full[d];
-    for (int d = static_cast<int>(axis) + 1; d < r; ++d) inner *= full[d];
-    if (outer != 1) continue;
+    bool fits = true;
+    for (int d = 0; d < axis; ++d) fits = fits && checked_mul(outer, full[d], &outer);
+    for (int d = static_cast<int>(axis) + 1; d < r; ++d) fits = fits && checked_mul(inner, full[d], &inner);
+    if (!fits || outer != 1) continue;
     const size_t row_bytes = static_cast<size_t>(inner) * dtype_size(dt);
     std::vector<std::pair<int, OutputView>> views;
     size_t offset = 0;
