@@ -20,7 +20,6 @@ struct IdleReleaser::State {
   std::condition_variable cv;
   std::vector<Due> due;  // guarded by mu
   bool stop = false;     // guarded by mu
-  int started = 0;       // guarded by mu
   std::thread thread;    // started under mu; joined or detached by ~IdleReleaser
 
   // The thread's body. It holds the state itself, so that the state outlives the
@@ -80,7 +79,6 @@ bool IdleReleaser::wake_at(std::weak_ptr<PlannedHostAllocator> a, Clock::time_po
   if (!state_->thread.joinable()) {
     try {
       state_->thread = std::thread(&State::loop, state_);
-      ++state_->started;
     } catch (const std::system_error&) {
       return false;
     }
@@ -88,11 +86,6 @@ bool IdleReleaser::wake_at(std::weak_ptr<PlannedHostAllocator> a, Clock::time_po
   state_->due.push_back({std::move(a), when});
   state_->cv.notify_one();
   return true;
-}
-
-int IdleReleaser::threads_started() const {
-  std::lock_guard lock(state_->mu);
-  return state_->started;
 }
 
 }  // namespace bulkhead

@@ -40,9 +40,6 @@ class IdleReleaser {
   // False when no thread could be started for it: the allocator then keeps its memory.
   bool wake_at(std::weak_ptr<PlannedHostAllocator> a, Clock::time_point when);
 
-  // Threads started so far (0 or 1), for tests.
-  int threads_started() const;
-
  private:
   struct State;
   std::shared_ptr<State> state_;
