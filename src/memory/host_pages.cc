@@ -33,10 +33,12 @@ void trim_malloc_heaps() {
 
 bool host_pages_serve(size_t size, size_t alignment) { return kEnabled && size >= kHuge && alignment <= kHuge; }
 
-void* host_pages_alloc(size_t size) {
+namespace {
+// A mapping of `size` bytes starting on a 2 MiB boundary, advised as huge pages.
+void* map_huge(size_t size, int extra_flags) {
   const size_t len = map_length(size);
   // Over-map by one huge page and cut the mapping down to a 2 MiB-aligned start.
-  void* raw = ::mmap(nullptr, len + kHuge, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  void* raw = ::mmap(nullptr, len + kHuge, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | extra_flags, -1, 0);
   if (raw == MAP_FAILED) return nullptr;
   const uintptr_t base = reinterpret_cast<uintptr_t>(raw);
   const uintptr_t start = (base + kHuge - 1) & ~(kHuge - 1);
@@ -48,6 +50,17 @@ void* host_pages_alloc(size_t size) {
   // 4 KiB pages.
   ::madvise(p, len, MADV_HUGEPAGE);
   return p;
+}
+}  // namespace
+
+void* host_pages_alloc(size_t size) { return map_huge(size, 0); }
+
+void* host_pages_reserve(size_t size) { return kEnabled ? map_huge(size, MAP_NORESERVE) : nullptr; }
+
+void host_pages_discard(void* p, size_t size) {
+  const uintptr_t b = (reinterpret_cast<uintptr_t>(p) + kPage - 1) & ~(kPage - 1);
+  const uintptr_t e = (reinterpret_cast<uintptr_t>(p) + size) & ~(kPage - 1);
+  if (e > b) ::madvise(reinterpret_cast<void*>(b), e - b, MADV_DONTNEED);
 }
 
 void host_pages_free(void* p, size_t size) {

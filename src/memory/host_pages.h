@@ -27,6 +27,13 @@ inline void* host_pages_tag() {
 // nullptr when the system refuses the mapping.
 void* host_pages_alloc(size_t size);
 void host_pages_free(void* p, size_t size);
+// Address space for `size` bytes, on a 2 MiB boundary and advised as huge pages, with no
+// memory committed (MAP_NORESERVE): a page exists once touched. Free with
+// host_pages_free. nullptr in sanitizer builds, or when the system refuses the mapping.
+void* host_pages_reserve(size_t size);
+// Gives the pages wholly inside [p, p + size) of a host_pages mapping back to the system;
+// they read as zeros when next touched.
+void host_pages_discard(void* p, size_t size);
 
 // A fresh host block of `size` bytes aligned to `alignment`, for a caller that writes it
 // in full next: from host_pages_alloc when it serves that size and alignment (then

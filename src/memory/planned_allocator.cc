@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "memory/host_pages.h"
+#include "memory/recording_heap.h"
 
 namespace bulkhead {
 
@@ -63,6 +64,8 @@ class RunArena final : public RunAllocator {
     if (plan_) {
       trace_.reserve(plan_->size());
       open_.reserve(plan_->size());
+    } else {
+      heap_ = RecordingHeap::make();  // null in sanitizer builds: the cache serves the run
     }
   }
   const Domain& domain() const override { return owner_->domain(); }
@@ -100,6 +103,10 @@ class RunArena final : public RunAllocator {
         }
       }
     }
+    if (!p && heap_ && !finished_ && (p = heap_->take(need))) {
+      bytes = need;
+      handle = heap_.get();
+    }
     if (!p) {
       BH_ASSIGN_OR_RETURN(p, owner_->cache_->take(size, alignment, &bytes));
     }
@@ -125,6 +132,12 @@ class RunArena final : public RunAllocator {
       survivors_->give();
       return;
     }
+    if (handle && handle == heap_.get()) {
+      heap_->give(data, size);
+      // The run is over and this was its heap's last block (an output): unmap the range.
+      if (finished_ && heap_->live_blocks() == 0) heap_.reset();
+      return;
+    }
     if (handle) {
       auto* a = static_cast<PlannedHostAllocator::Arena*>(handle);
       a->live_blocks--;
@@ -143,6 +156,7 @@ class RunArena final : public RunAllocator {
 
   void finish(bool ok) override {
     bool burst_over = false;
+    std::unique_ptr<RecordingHeap> heap;  // unmapped once the lock is let go
     {
       std::lock_guard lock(owner_->mu_);
       if (finished_) return;
@@ -157,6 +171,10 @@ class RunArena final : public RunAllocator {
       }
       // After the plan: memory given back when idle includes an arena the plan just made.
       burst_over = owner_->run_closed_locked();
+      // The recording heap keeps the pages of the blocks still in use (the run's outputs)
+      // until they go; the rest goes back to the system now.
+      if (heap_ && heap_->live_blocks() == 0) heap = std::move(heap_);
+      else if (heap_) heap_->discard_free_pages();
     }
     // Blocks under 2 MiB come from malloc, which keeps freed memory in its heaps: after a
     // burst they go back to the system too (without the lock: it walks every heap).
@@ -175,6 +193,7 @@ class RunArena final : public RunAllocator {
   std::shared_ptr<const std::vector<PlannedHostAllocator::Slot>> plan_;
   std::shared_ptr<SurvivorRegion> survivors_;  // null: the surviving blocks come from the cache
   // Guarded by owner_->mu_:
+  std::unique_ptr<RecordingHeap> heap_;  // a run without a plan: its blocks, while it records
   std::vector<ArenaBlock> trace_;
   std::unordered_map<void*, size_t> open_;  // the run's live blocks: data → trace index
   std::vector<std::pair<size_t, size_t>> live_ranges_;  // [offset, end) of live arena blocks

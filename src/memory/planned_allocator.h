@@ -1,11 +1,12 @@
 // PlannedHostAllocator: a session's host memory, with its runs' intermediates placed in
 // one arena by lifetime.
 //
-// The first run of a session allocates from a size-class cache (CachingHostAllocator)
-// and records every allocation of the run: its size, and when it was made and released
-// on a clock of such events. When the run ends, the record is planned (arena_plan.h):
+// The first run of a session allocates best-fit from one reserved range in 2 MiB pages
+// (RecordingHeap; in sanitizer builds from a size-class cache, CachingHostAllocator) and
+// records every allocation of the run: its size, and when it was made and released on a
+// clock of such events. When the run ends, the record is planned (arena_plan.h):
 // each block that was released during the run gets an offset in one arena, blocks alive
-// at the same time never sharing bytes, and the cache's blocks are given back. Later runs
+// at the same time never sharing bytes, and the recording's free pages are given back. Later runs
 // replay the plan: their i-th allocation gets the i-th block of the arena. Blocks still
 // alive when the run ended (the run's outputs, which the caller keeps) come from the
 // cache, then and later (or from a SurvivorRegion lent to the run). A run that releases

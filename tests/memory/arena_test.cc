@@ -1,13 +1,16 @@
-// The lifetime-planned arena: the placement (arena_plan.h) and the session allocator
-// that records a run and replays it (planned_allocator.h).
+// The lifetime-planned arena: the placement (arena_plan.h), the session allocator that
+// records a run and replays it (planned_allocator.h), and the heap of the run it records
+// (recording_heap.h).
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <map>
 #include <random>
 #include <set>
 
 #include "memory/arena_plan.h"
 #include "memory/planned_allocator.h"
+#include "memory/recording_heap.h"
 
 namespace bulkhead {
 namespace {
@@ -254,6 +257,116 @@ TEST(PlannedHostAllocator, SurvivingBlocksGoToTheSurvivorRegionAndItKnowsWhoStil
   alloc->set_survivor_region(nullptr);
   run_chain(*alloc, 6, kb);
   EXPECT_EQ(unused->used(), 0u);
+}
+
+TEST(BestFitRanges, AFreedBlockIsUsedAgainAndTheTopComesDown) {
+  BestFitRanges r(1000);
+  EXPECT_EQ(r.take(100), 0u);
+  EXPECT_EQ(r.take(200), 100u);
+  EXPECT_EQ(r.take(300), 300u);
+  r.give(100, 200);
+  EXPECT_EQ(r.take(150), 100u) << "into the hole, not at the top";
+  EXPECT_EQ(r.top(), 600u);
+  r.give(300, 300);  // the block at the top: the top comes down to the hole's rest
+  EXPECT_EQ(r.top(), 250u);
+  EXPECT_TRUE(r.free_ranges().empty()) << "a free range reaching the top is not kept";
+  EXPECT_EQ(r.high_water(), 600u);
+  EXPECT_EQ(r.live_blocks(), 2u);
+}
+
+TEST(BestFitRanges, NeighboursMergeAndTheSmallestHoleThatFitsIsChosen) {
+  BestFitRanges r(1 << 20);
+  std::vector<size_t> at;
+  for (size_t size : {64, 64, 64, 64, 320, 64, 192, 64}) at.push_back(*r.take(size));
+  r.give(at[1], 64);
+  r.give(at[2], 64);  // merges with at[1]: a hole of 128
+  r.give(at[6], 192);
+  r.give(at[4], 320);
+  ASSERT_EQ(r.free_ranges().size(), 3u);
+  EXPECT_EQ(r.take(128), at[1]) << "128 fits the merged hole exactly";
+  EXPECT_EQ(r.take(150), at[6]) << "the 192 hole, not the 320 one";
+  EXPECT_EQ(r.take(320), at[4]);
+  EXPECT_FALSE(r.take(size_t{1} << 21).has_value()) << "beyond the capacity";
+  EXPECT_FALSE(r.take(0).has_value());
+}
+
+TEST(BestFitRanges, RandomBlocksNeverOverlapAndFreeRangesStayDisjoint) {
+  std::mt19937 rng(7);
+  BestFitRanges r(size_t{1} << 30);
+  std::map<size_t, size_t> live;  // offset → size
+  size_t peak = 0, bytes = 0;
+  for (int step = 0; step < 20000; ++step) {
+    if (live.empty() || rng() % 100 < 55) {
+      const size_t size = 64 * (1 + rng() % 64);
+      auto off = r.take(size);
+      ASSERT_TRUE(off.has_value());
+      auto next = live.lower_bound(*off);
+      if (next != live.end()) {
+        ASSERT_LE(*off + size, next->first) << "overlaps the next live block";
+      }
+      if (next != live.begin()) {
+        ASSERT_LE(std::prev(next)->first + std::prev(next)->second, *off) << "overlaps the previous one";
+      }
+      live.emplace(*off, size);
+      bytes += size;
+      peak = std::max(peak, bytes);
+    } else {
+      auto it = live.begin();
+      std::advance(it, rng() % live.size());
+      r.give(it->first, it->second);
+      bytes -= it->second;
+      live.erase(it);
+    }
+  }
+  size_t free_bytes = 0, last_end = 0;
+  for (const auto& [off, size] : r.free_ranges()) {
+    EXPECT_GE(off, last_end) << "free ranges are disjoint";
+    last_end = off + size;
+    free_bytes += size;
+    auto next = live.lower_bound(off);
+    if (next != live.end()) {
+      EXPECT_LE(off + size, next->first) << "a free range covers a live block";
+    }
+  }
+  EXPECT_LE(last_end, r.top());
+  EXPECT_EQ(free_bytes + bytes, r.top()) << "below the top every byte is live or free";
+  EXPECT_EQ(r.live_blocks(), live.size());
+  EXPECT_LT(r.high_water(), peak * 3 / 2) << "freed memory is used again";
+}
+
+// Blocks of a chain whose sizes all differ: no two share a size class of the cache, so
+// without the recording heap a first run touches each anew.
+TEST(PlannedHostAllocator, TheRecordedRunUsesItsFreedMemoryAgain) {
+  auto probe = RecordingHeap::make();
+  if (!probe) GTEST_SKIP() << "no recording heap in this build (sanitizers keep malloc)";
+  probe.reset();
+  auto alloc = std::make_shared<PlannedHostAllocator>("test");
+  auto ra = alloc->open_run();
+  ASSERT_NE(ra, nullptr);
+  std::shared_ptr<Buffer> prev;
+  uintptr_t lowest = UINTPTR_MAX, highest = 0;  // the span of bytes the run touched
+  const size_t kb = 1024;
+  for (int i = 0; i < 16; ++i) {
+    const size_t bytes = (256 - 8 * i) * kb;
+    auto b = ra->allocate(bytes);
+    ASSERT_TRUE(b.is_ok());
+    std::memset((*b)->data(), i + 1, bytes);
+    if (prev) {
+      EXPECT_EQ(static_cast<unsigned char*>(prev->data())[0], i) << "a live block was overwritten";
+    }
+    lowest = std::min(lowest, reinterpret_cast<uintptr_t>((*b)->data()));
+    highest = std::max(highest, reinterpret_cast<uintptr_t>((*b)->data()) + bytes);
+    prev = *b;
+  }
+  // Two blocks are alive at a time, 512 KiB at most: 16 fresh blocks would span 3 MiB.
+  EXPECT_LE(highest - lowest, 2 * 256 * kb) << "each block went where earlier ones were freed";
+  ra->finish(true);
+  ra.reset();
+  EXPECT_EQ(static_cast<unsigned char*>(prev->data())[136 * kb - 1], 16) << "the output kept by its caller is intact";
+  EXPECT_GT(alloc->stats().arena, 0u);
+  prev.reset();  // the heap's last block: its range goes
+  ChainRun next = run_chain(*alloc, 4, 4096);
+  EXPECT_EQ(static_cast<unsigned char*>(next.output->data())[4095], 4);
 }
 
 }  // namespace
