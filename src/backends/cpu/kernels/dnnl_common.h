@@ -204,18 +204,26 @@ inline void warm_sgemm(bool several_rows) {
   });
 }
 
-// For a MatMul or Gemm factory: warms sgemm for the products a float32 node makes when A's
-// shape is fixed before any run (one row or several: A's rows, its batches collapsed as
-// a 2-D B collapses them); nothing when it is not (the first run then pays, as before).
+// For a MatMul or Gemm factory: warms sgemm for the products a float32 node makes: one
+// row or several (A's rows, its batches collapsed as a 2-D B collapses them), as far as
+// the graph says before any run. Where A's rows depend on the inputs (a dynamic batch or
+// sequence: ppocrv4_rec's first MatMul paid 22 ms at the first run), both kinds.
 inline void warm_sgemm_for(const KernelInfo& info, bool transposed_a) {
-  if (info.graph_input_type(0) != DataType::kFloat32) return;
-  const std::optional<Shape> a = info.static_input_shape(0);
-  if (!a || a->empty()) return;
-  int64_t n = 0;
-  if (!checked_numel(*a, &n)) return;  // a shape no run can have (its size overflows): nothing to warm
-  const int64_t k = transposed_a && a->size() == 2 ? (*a)[0] : a->back();
-  if (n == 0 || k == 0) return;
-  warm_sgemm(n / k > 1);
+  if (info.graph_input_type(0) != DataType::kFloat32 || !info.graph || info.node.inputs.empty()) return;
+  const ir::ValueInfo* vi = info.graph->info(info.node.inputs[0]);
+  if (!vi || vi->type != ir::ValueType::kTensor || !vi->shape || vi->shape->empty()) return;
+  const auto& dims = *vi->shape;
+  const size_t k_axis = transposed_a && dims.size() == 2 ? 0 : dims.size() - 1;
+  if (dims[k_axis].fixed() && dims[k_axis].value == 0) return;
+  bool rows_known = true, several = false;
+  for (size_t i = 0; i < dims.size(); ++i) {
+    if (i == k_axis) continue;
+    if (!dims[i].fixed()) rows_known = false;
+    else if (dims[i].value == 0) return;  // an empty product: no call
+    else if (dims[i].value > 1) several = true;
+  }
+  if (several || !rows_known) warm_sgemm(true);
+  if (!several) warm_sgemm(false);
 }
 
 // Constant weights packed for a primitive and what keeps their bytes alive: a
