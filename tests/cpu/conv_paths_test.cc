@@ -84,8 +84,9 @@ TEST(ConvTranspose, KernelEqualToStrideIsTheDefinition) {
 // Depthwise convolutions against the definition, on every path (kernels/dnnl.cc): 3x3
 // stride 1 pad 1 from 12 columns on the flat NCHW kernel (down to its smallest plane,
 // 3x12); narrower planes on oneDNN's depthwise kernels; 3x3 and 5x5 at stride 1 or 2 on
-// wide planes (128 columns and more on AVX-512, 16 elsewhere; other pads too) on the row
-// kernel; a fused Relu at level 2; batch 2; one and two threads.
+// wide planes (128 columns and more on AVX-512, 16 elsewhere; other pads too), and 3x3 at
+// stride 2 from 12 output columns, on the row kernel; a fused Relu at level 2; batch 2;
+// one and two threads.
 TEST(Depthwise, NarrowAndWidePlanesAreTheDefinition) {
   struct Geo {
     int64_t N, C, H, W, K, stride;
@@ -97,7 +98,10 @@ TEST(Depthwise, NarrowAndWidePlanesAreTheDefinition) {
                        Geo{1, 3, 3, 12, 3, 1, 1, 1, 1, 1, true}, Geo{2, 6, 28, 28, 3, 1, 1, 1, 1, 1, true},
                        Geo{1, 2, 4, 13, 3, 1, 1, 1, 1, 1, false}, Geo{1, 4, 9, 8, 3, 1, 1, 1, 1, 1, true},
                        Geo{1, 3, 6, 140, 3, 1, 0, 0, 0, 0, false}, Geo{2, 3, 7, 150, 5, 1, 2, 2, 2, 2, true},
-                       Geo{1, 5, 6, 300, 5, 2, 2, 1, 0, 2, false}, Geo{1, 2, 5, 133, 5, 2, 2, 2, 2, 2, true}}) {
+                       Geo{1, 5, 6, 300, 5, 2, 2, 1, 0, 2, false}, Geo{1, 2, 5, 133, 5, 2, 2, 2, 2, 2, true},
+                       Geo{1, 7, 9, 27, 3, 2, 1, 1, 1, 1, true}, Geo{2, 5, 56, 56, 3, 2, 1, 1, 1, 1, false},
+                       Geo{1, 3, 8, 30, 3, 2, 0, 1, 1, 0, false}, Geo{1, 4, 5, 24, 3, 2, 1, 1, 0, 0, true},
+                       Geo{1, 3, 7, 23, 3, 2, 1, 0, 1, 1, false}}) {
     const int64_t K = c.K;
     const int64_t OH = (c.H + c.pt + c.pb - K) / c.stride + 1, OW = (c.W + c.pl + c.pr - K) / c.stride + 1;
     Tensor x = random_tensor({c.N, c.C, c.H, c.W}, 21);

@@ -1,9 +1,10 @@
 // Channel shuffles read in place by the depthwise convolution after them
 // (exec/channel_shuffle.h): at optimisation level 2 the Reshape → Transpose → Reshape of
 // a ShuffleNet unit is gone and the outputs are those of level 1 (the shuffle computed,
-// then the same convolution kernel) bit for bit — on the kernel that reads the planes
-// through the channel map (3x3, stride 1, 12 or more columns) and on the paths that take
-// a shuffled copy (stride 2, narrow planes), with a fused Relu, batch 2, 1 and 2 threads;
+// then the same convolution kernel) bit for bit — on the kernels that read the planes
+// through the channel map (3x3 at stride 1 from 12 input columns, at stride 2 from 12
+// output columns) and on the paths that take a shuffled copy (narrower planes), with a
+// fused Relu, batch 2, 1 and 2 threads;
 // and shuffles that must stay, stay.
 #include <map>
 #include <string>
@@ -43,7 +44,8 @@ std::map<std::string, int> expect_same_as_level1(const Case& c) {
 }
 
 TEST(ChannelShuffle, DepthwiseReadsTheShuffleInPlace) {
-  for (const Case& c : {Case{24, 4, 14, 14, 1, 24, false}, Case{24, 2, 28, 13, 1, 24, false}, Case{36, 3, 12, 16, 1, 36, false}}) {
+  for (const Case& c : {Case{24, 4, 14, 14, 1, 24, false}, Case{24, 2, 28, 13, 1, 24, false}, Case{36, 3, 12, 16, 1, 36, false},
+                        Case{24, 4, 28, 28, 2, 24, false}, Case{16, 2, 10, 25, 2, 16, false}}) {
     auto ops = expect_same_as_level1(c);
     EXPECT_EQ(ops["Transpose"] + ops["Reshape"], 0) << "C " << c.C << " G " << c.G << " W " << c.W;
     EXPECT_EQ(ops["Conv"], 1);
@@ -51,7 +53,7 @@ TEST(ChannelShuffle, DepthwiseReadsTheShuffleInPlace) {
 }
 
 TEST(ChannelShuffle, OtherDepthwisePathsTakeAShuffledCopy) {
-  // Stride 2 and a plane narrower than the in-place kernel takes: folded all the same.
+  // Planes narrower than the in-place kernels take: folded all the same.
   for (const Case& c : {Case{24, 4, 14, 14, 2, 24, false}, Case{32, 4, 7, 7, 1, 32, false}}) {
     auto ops = expect_same_as_level1(c);
     EXPECT_EQ(ops["Transpose"] + ops["Reshape"], 0) << "stride " << c.stride << " W " << c.W;

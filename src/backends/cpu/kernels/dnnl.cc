@@ -504,36 +504,52 @@ __attribute__((noinline)) void depthwise_row(float* __restrict out, const float*
 // input row is copied once into S zero-padded phases (phase r holds padded columns
 // r, r + S, ...), rounded up to whole 16-float blocks, so that depthwise_row reads them
 // without bounds; the row is computed in registers, its post-ops applied, then stored.
+// `planes` (or null): channel c of X is plane planes[c] (a channel shuffle read in place).
 template <int K, int S>
 void depthwise2d_nchw_k(const float* x, const float* w, const float* b, float* y, int64_t N, int64_t C, const Geometry& g,
-                        int threads, const std::vector<PostOp>& ops, const float* sum) {
+                        int threads, const std::vector<PostOp>& ops, const float* sum, const int64_t* planes) {
+  static_assert(S == 1 || S == 2);
   const int64_t H = g.in[0], W = g.in[1], OH = g.out[0], OW = g.out[1];
   const int64_t SH = g.s[0], PH = g.pb[0], PW = g.pb[1];
   const int64_t OWr = (OW + 15) / 16 * 16;
-  const int64_t L = OWr + (K - 1) / S + 8;  // phase row length (the 8: the last load's slack)
+  // Phase row length (the 8: the last load's slack), whole Float8s for the stride-2 split.
+  const int64_t L = (OWr + (K - 1) / S + 8 + 7) / 8 * 8;
+  // Stride 2: each input row is first copied into a zero-padded row (padded column i at
+  // i), whose even and odd columns are then split 16 at a time.
+  const int64_t padded = S == 2 ? 2 * L + 16 : 0;
   parallel_for(threads, N * C, 1, [&](int64_t b0, int64_t e0) {
-    // phases of every input row, a row of zeros, the output row
-    std::vector<float> buf(static_cast<size_t>((H * S + 1) * L + OWr), 0.f);
+    // phases of every input row, a row of zeros, the output row, the padded row
+    std::vector<float> buf(static_cast<size_t>((H * S + 1) * L + OWr + padded), 0.f);
     float* zero = buf.data() + H * S * L;
     float* row = zero + L;
+    float* pad = row + OWr;
+    // The padded row's columns outside [PW, PW + W) stay zero: only those are written.
+    const int64_t copy_from = std::min(PW, padded), copy_n = std::clamp<int64_t>(padded - PW, 0, W);
     const float* rows[K * S];
     for (int64_t nc = b0; nc < e0; ++nc) {
       const int64_t c = nc % C;
-      const float* xp = x + nc * H * W;
+      const float* xp = x + (planes ? nc - c + planes[c] : nc) * H * W;
       for (int64_t ih = 0; ih < H; ++ih) {
         const float* xr = xp + ih * W;
-        for (int64_t r = 0; r < S; ++r) {
-          // phase[j] = padded[j * S + r] = x[j * S + r - PW] where that is inside the row
-          float* ph = buf.data() + (ih * S + r) * L;
-          const int64_t j0 = std::clamp<int64_t>((PW - r + S - 1) / S, 0, L);
-          const int64_t j1 = std::clamp<int64_t>((W + PW - r + S - 1) / S, j0, L);
+        if constexpr (S == 1) {
+          // phase[j] = padded[j] = x[j - PW] where that is inside the row
+          float* ph = buf.data() + ih * L;
+          const int64_t j0 = std::clamp<int64_t>(PW, 0, L);
+          const int64_t j1 = std::clamp<int64_t>(W + PW, j0, L);
           std::fill(ph, ph + j0, 0.f);
-          if (S == 1) {
-            std::memcpy(ph + j0, xr + (j0 - PW), sizeof(float) * (j1 - j0));
-          } else {
-            for (int64_t j = j0; j < j1; ++j) ph[j] = xr[j * S + r - PW];
-          }
+          std::memcpy(ph + j0, xr + (j0 - PW), sizeof(float) * (j1 - j0));
           std::fill(ph + j1, ph + L, 0.f);
+        } else {
+          // phase r [j] = padded[2 j + r]
+          std::memcpy(pad + copy_from, xr, sizeof(float) * copy_n);
+          float* even = buf.data() + ih * 2 * L;
+          float* odd = even + L;
+          for (int64_t j = 0; j < L; j += 8) {
+            const Float8 a = *reinterpret_cast<const Float8*>(pad + 2 * j);
+            const Float8 c8 = *reinterpret_cast<const Float8*>(pad + 2 * j + 8);
+            *reinterpret_cast<Float8*>(even + j) = __builtin_shufflevector(a, c8, 0, 2, 4, 6, 8, 10, 12, 14);
+            *reinterpret_cast<Float8*>(odd + j) = __builtin_shufflevector(a, c8, 1, 3, 5, 7, 9, 11, 13, 15);
+          }
         }
       }
       float* yp = y + nc * OH * OW;
@@ -641,18 +657,19 @@ void depthwise3x3s1_nchw(const float* x, const float* w, const float* b, float* 
   });
 }
 
-// Depthwise 2-D (group == C == M) directly on NCHW planes. Other shapes: each input row is copied once
+// Depthwise 2-D (group == C == M) directly on NCHW planes, channel c read from plane
+// planes[c] where `planes` is given. Other shapes: each input row is copied once
 // per channel into zero-padded, stride-deinterleaved phases, so that every kernel tap
 // becomes one contiguous, bounds-free axpy over a whole output row.
 void depthwise2d_nchw(const float* x, const float* w, const float* b, float* y, int64_t N, int64_t C, const Geometry& g,
-                      int threads, const std::vector<PostOp>& ops, const float* sum) {
+                      int threads, const std::vector<PostOp>& ops, const float* sum, const int64_t* planes) {
   // 3x3 and 5x5 at column stride 1 or 2 without dilation (MobileNets, ShuffleNet,
   // PP-LCNet): in registers (depthwise2d_nchw_k).
   const bool square = g.k[0] == g.k[1] && g.d[0] == 1 && g.d[1] == 1;
-  if (square && g.k[0] == 3 && g.s[1] == 1) return depthwise2d_nchw_k<3, 1>(x, w, b, y, N, C, g, threads, ops, sum);
-  if (square && g.k[0] == 3 && g.s[1] == 2) return depthwise2d_nchw_k<3, 2>(x, w, b, y, N, C, g, threads, ops, sum);
-  if (square && g.k[0] == 5 && g.s[1] == 1) return depthwise2d_nchw_k<5, 1>(x, w, b, y, N, C, g, threads, ops, sum);
-  if (square && g.k[0] == 5 && g.s[1] == 2) return depthwise2d_nchw_k<5, 2>(x, w, b, y, N, C, g, threads, ops, sum);
+  if (square && g.k[0] == 3 && g.s[1] == 1) return depthwise2d_nchw_k<3, 1>(x, w, b, y, N, C, g, threads, ops, sum, planes);
+  if (square && g.k[0] == 3 && g.s[1] == 2) return depthwise2d_nchw_k<3, 2>(x, w, b, y, N, C, g, threads, ops, sum, planes);
+  if (square && g.k[0] == 5 && g.s[1] == 1) return depthwise2d_nchw_k<5, 1>(x, w, b, y, N, C, g, threads, ops, sum, planes);
+  if (square && g.k[0] == 5 && g.s[1] == 2) return depthwise2d_nchw_k<5, 2>(x, w, b, y, N, C, g, threads, ops, sum, planes);
   const int64_t H = g.in[0], W = g.in[1], OH = g.out[0], OW = g.out[1];
   const int64_t KH = g.k[0], KW = g.k[1], SH = g.s[0], SW = g.s[1], DH = g.d[0], DW = g.d[1];
   const int64_t PH = g.pb[0], PW = g.pb[1];
@@ -661,7 +678,7 @@ void depthwise2d_nchw(const float* x, const float* w, const float* b, float* y, 
     std::vector<float> phases(static_cast<size_t>(H * SW * L));
     for (int64_t nc = b0; nc < e0; ++nc) {
       int64_t c = nc % C;
-      const float* xp = x + nc * H * W;
+      const float* xp = x + (planes ? nc - c + planes[c] : nc) * H * W;
       const float* wp = w + c * KH * KW;
       float* yp = y + nc * OH * OW;
       const float bias = b ? b[c] : 0.f;
@@ -1324,6 +1341,12 @@ ConvKernel::PlainPath ConvKernel::plain_path(const Geometry& g, int64_t C, int64
       g.pb[1] == 1 && g.pe[0] == 1 && g.pe[1] == 1 && g.in[0] >= 3 && g.in[1] >= 12)
     return PlainPath::kDepthwise3x3;
   if (dw && g.out[1] >= nchw_depthwise_min_width()) return PlainPath::kDepthwise;
+  // 3x3 at column stride 2 from 12 output columns on the row kernel too, which reads a
+  // shuffled X in place: ShuffleNet's 112 channels 56x56 -> 28x28 took 0.159 ms on oneDNN
+  // (a shuffled copy and a reorder each way) and 0.10-0.11 on the row kernel, 136 at
+  // 28x28 -> 14x14 0.051 and 0.047; 272 at 14x14 -> 7x7 0.026 and 0.049 (1 thread).
+  if (dw && g.k[0] == 3 && g.k[1] == 3 && g.s[1] == 2 && g.d[0] == 1 && g.d[1] == 1 && g.out[1] >= 12)
+    return PlainPath::kDepthwise;
   return PlainPath::kPlan;
 }
 
@@ -1371,10 +1394,10 @@ Status ConvKernel::conv_into(KernelContext& ctx, const Tensor& xt, const Tensor&
   int64_t G = a_.group;
   int64_t N = x->dim(0), C = x->dim(1), M = y.dim(1);
   const PlainPath path = dt == DataType::kFloat32 ? plain_path(g, C, M, !ops.empty() || sum) : PlainPath::kPlan;
-  // The depthwise 3x3 "same" kernel on NCHW (below) can read X through `planes`.
-  const bool dw3x3s1 = path == PlainPath::kDepthwise3x3;
+  // The depthwise kernels on NCHW (below) can read X through `planes`.
+  const bool dw_nchw = path == PlainPath::kDepthwise3x3 || path == PlainPath::kDepthwise;
   Tensor shuffled;
-  if (planes && !dw3x3s1) {
+  if (planes && !dw_nchw) {
     BH_ASSIGN_OR_RETURN(shuffled, ctx.allocate_scratch(dt, x->shape()));
     const int64_t plane = x->numel() / (N * C);
     const size_t bytes = static_cast<size_t>(plane) * dtype_size(dt);
@@ -1418,7 +1441,7 @@ Status ConvKernel::conv_into(KernelContext& ctx, const Tensor& xt, const Tensor&
       return Status::ok();
     case PlainPath::kDepthwise:
       depthwise2d_nchw(x->data<float>(), w->data<float>(), b ? b->data<float>() : nullptr, y.data<float>(), N, C, g,
-                       ctx.threads(), ops, sumf);
+                       ctx.threads(), ops, sumf, planes);
       return Status::ok();
     case PlainPath::kPlan: break;
   }
