@@ -6,7 +6,9 @@
 // on two; 1x136x28x28: 30 against 53 us, on a 2-core AVX-512 EPYC). ShuffleNet, whose
 // tensors are all below 1.6 MB, ran at 2 threads slower than at 1 (4.3 against 3.1 ms).
 // A convolution decides from its multiply-adds: below 2 Mi (ShuffleNet's grouped 1x1 and
-// depthwise layers) one thread; ResNet-50's smallest has 51 M. Other compute-bound
+// depthwise layers) one thread, unless it runs on bulkhead's own NCHW depthwise kernels,
+// which share channel planes without oneDNN's fork or a reorder (ConvKernel::compute);
+// ResNet-50's smallest has 51 M. Other compute-bound
 // operators (products, recurrences, attention) and those that run subgraphs are left as
 // they are.
 //
