@@ -1,15 +1,20 @@
-// The process-wide core budget of CPU runs (backends/cpu/core_budget.h), and that a run
-// granted fewer threads than its session asked for really runs on no more.
+// The process-wide core budget of CPU runs (backends/cpu/core_budget.h), that a run
+// granted fewer threads than its session asked for really runs on no more, and that the
+// OpenMP workers of a calling thread are kept off its CPU (backends/cpu/omp_placement.h).
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <filesystem>
 #include <future>
+#include <mutex>
+#include <omp.h>
+#include <sched.h>
 #include <sstream>
 #include <thread>
 #include <vector>
 
 #include "backends/cpu/core_budget.h"
+#include "backends/cpu/omp_placement.h"
 #include "support/test_util.h"
 
 namespace bulkhead::cpu {
@@ -148,6 +153,74 @@ TEST(CoreBudget, ARunGrantedOneThreadRunsOnOneThreadWhateverRanBefore) {
   a.join();
   b.join();
   c.join();
+}
+
+// The affinity of each worker of a team of `threads` made by the calling thread.
+std::vector<cpu_set_t> worker_masks(int threads) {
+  std::vector<cpu_set_t> masks;
+  std::mutex mu;
+#pragma omp parallel num_threads(threads)
+  {
+    if (omp_get_thread_num() != 0) {
+      cpu_set_t m;
+      CPU_ZERO(&m);
+      sched_getaffinity(0, sizeof m, &m);
+      std::lock_guard lock(mu);
+      masks.push_back(m);
+    }
+  }
+  std::lock_guard lock(mu);  // the workers' writes, seen through the mutex (TSan does not see OpenMP's barrier)
+  return masks;
+}
+
+// The workers may use every CPU the caller may, except the one it was on.
+void expect_kept_off(const std::vector<cpu_set_t>& masks, const cpu_set_t& caller, int off, int threads) {
+  EXPECT_EQ(masks.size(), static_cast<size_t>(threads - 1));
+  for (const cpu_set_t& m : masks)
+    for (int c = 0; c < CPU_SETSIZE; ++c) {
+      EXPECT_EQ(CPU_ISSET(c, &m) != 0, c != off && CPU_ISSET(c, &caller) != 0) << "CPU " << c << ", kept off " << off;
+    }
+}
+
+TEST(OpenMPWorkers, AreKeptOffTheCallersCPUAndTheCallerIsLeftAlone) {
+  cpu_set_t before;
+  CPU_ZERO(&before);
+  ASSERT_EQ(sched_getaffinity(0, sizeof before, &before), 0);
+  if (CPU_COUNT(&before) < 2) GTEST_SKIP() << "one CPU: nothing to keep the workers off";
+  for (int threads : {2, 3, 2}) {  // a new team size learns its team again
+    place_openmp_workers(threads);
+    const int off = openmp_workers_kept_off();
+    ASSERT_GE(off, 0);
+    EXPECT_TRUE(CPU_ISSET(off, &before));
+    expect_kept_off(worker_masks(threads), before, off, threads);
+    cpu_set_t after;
+    CPU_ZERO(&after);
+    ASSERT_EQ(sched_getaffinity(0, sizeof after, &after), 0);
+    EXPECT_TRUE(CPU_EQUAL(&before, &after)) << "the calling thread's own affinity changed";
+  }
+  // One thread: nothing to place, nothing changes.
+  const int off = openmp_workers_kept_off();
+  place_openmp_workers(1);
+  EXPECT_EQ(openmp_workers_kept_off(), off);
+}
+
+TEST(OpenMPWorkers, EachCallingThreadPlacesItsOwnPool) {
+  cpu_set_t all;
+  CPU_ZERO(&all);
+  ASSERT_EQ(sched_getaffinity(0, sizeof all, &all), 0);
+  if (CPU_COUNT(&all) < 2) GTEST_SKIP() << "one CPU: nothing to keep the workers off";
+  std::vector<std::thread> callers;
+  for (int i = 0; i < 3; ++i)
+    callers.emplace_back([&all] {
+      EXPECT_EQ(openmp_workers_kept_off(), -1) << "a new thread has placed nothing";
+      for (int round = 0; round < 20; ++round) {
+        place_openmp_workers(2);
+        const int off = openmp_workers_kept_off();
+        ASSERT_GE(off, 0);
+        expect_kept_off(worker_masks(2), all, off, 2);
+      }
+    });
+  for (auto& t : callers) t.join();
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include "backend/backend.h"
 #include "backends/cpu/core_budget.h"
 #include "backends/cpu/cpu_kernels.h"
+#include "backends/cpu/omp_placement.h"
 #include "memory/idle_releaser.h"
 #include "memory/planned_allocator.h"
 #include "oneapi/dnnl/dnnl.hpp"
@@ -57,6 +58,8 @@ class CpuDevice final : public Device {
     int granted = budget.acquire(std::max(1, threads));
     int previous = omp_get_max_threads();
     omp_set_num_threads(granted);
+    // A woken worker must not land on this thread's CPU (omp_placement.h).
+    cpu::place_openmp_workers(granted);
     return std::shared_ptr<void>(nullptr, [previous, granted, &budget](void*) {
       omp_set_num_threads(previous);
       budget.release(granted);
