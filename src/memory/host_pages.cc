@@ -83,7 +83,7 @@ void* host_block_alloc(size_t size) {
 }
 
 void host_block_discard(void* p, size_t size) {
-  if (p && host_pages_serve(size, kBlockAlign)) ::madvise(p, map_length(size), MADV_DONTNEED);
+  if (p && host_pages_serve(size, kBlockAlign)) host_pages_discard(p, map_length(size));
 }
 
 void prefault_for_write(void* p, size_t size) {

@@ -119,6 +119,7 @@ class RunArena final : public RunAllocator {
   }
 
   void release(void* data, void* handle, size_t size) override {
+    std::unique_ptr<RecordingHeap> unmapped;  // destroyed after the lock is let go
     std::lock_guard lock(owner_->mu_);
     if (!finished_) {
       auto it = open_.find(data);
@@ -135,7 +136,7 @@ class RunArena final : public RunAllocator {
     if (handle && handle == heap_.get()) {
       heap_->give(data, size);
       // The run is over and this was its heap's last block (an output): unmap the range.
-      if (finished_ && heap_->live_blocks() == 0) heap_.reset();
+      if (finished_ && heap_->live_blocks() == 0) unmapped = std::move(heap_);
       return;
     }
     if (handle) {
