@@ -32,6 +32,25 @@ namespace {
 
 using namespace dnnl_util;
 
+// QLinearMatMul's requantisation of one row, as the reference computes it: the int32 sum
+// times the column's multiplier in float32, rounded half to even, plus y's zero point,
+// clamped to [lo, hi] (stored as a byte of y's type); a NaN product gives the zero point.
+// Clamping before rounding is the same since the bounds are whole numbers, and then the
+// rounding is exact by adding and subtracting 1.5 * 2^23 (as quantize_rows does).
+__attribute__((noinline)) void requantize_row(const int32_t* __restrict acc, const float* __restrict mult,
+                                              uint8_t* __restrict y, int64_t n, int32_t zy, int32_t lo, int32_t hi) {
+  const float magic = 12582912.0f, z = static_cast<float>(zy);
+  const float rlo = static_cast<float>(lo - zy), rhi = static_cast<float>(hi - zy);
+  for (int64_t i = 0; i < n; ++i) {
+    float r = static_cast<float>(acc[i]) * mult[i];
+    r = r < rlo ? rlo : r;
+    r = r > rhi ? rhi : r;
+    r = (r + magic) - magic;
+    r = r == r ? r + z : z;
+    y[i] = static_cast<uint8_t>(static_cast<int32_t>(r));
+  }
+}
+
 class Int8MatMulKernel final : public Kernel {
  public:
   Int8MatMulKernel(bool qlinear, Tensor b_s8, int b_max, LambdaKernel::Fn reference, dnnl::engine eng)
@@ -199,18 +218,16 @@ Status Int8MatMulKernel::compute(KernelContext& ctx) const {
     const int32_t zy = yz && yz->numel() ? int_at(*yz, 0) : 0;
     std::vector<float> bsv(static_cast<size_t>(N));
     for (int64_t n = 0; n < N; ++n) bsv[n] = float_at(*bs, bs->numel() == 1 ? 0 : n);
+    // One multiplier per column for each of A's scales (one, or one per row of M).
+    const int64_t scales = as->numel() == 1 ? 1 : M;
+    std::vector<float> mults(static_cast<size_t>(scales * N));
+    for (int64_t i = 0; i < scales; ++i)
+      for (int64_t n = 0; n < N; ++n) mults[i * N + n] = float_at(*as, i) * bsv[n] / y_scale;
     const int32_t* acc = sums.data<int32_t>();
+    uint8_t* out8 = static_cast<uint8_t*>(y.raw());
     parallel_for(ctx.threads(), R, std::max<int64_t>(1, 4096 / std::max<int64_t>(N, 1)), [&](int64_t r0, int64_t r1) {
-      for (int64_t r = r0; r < r1; ++r) {
-        const float sa = float_at(*as, as->numel() == 1 ? 0 : r % M);
-        for (int64_t n = 0; n < N; ++n) {
-          const float mult = sa * bsv[n] / y_scale;
-          double v = std::nearbyint(static_cast<double>(static_cast<float>(acc[r * N + n]) * mult)) + zy;
-          if (std::isnan(v)) v = zy;  // a NaN or zero scale: the zero point, as the reference
-          const int32_t q = static_cast<int32_t>(std::clamp(v, static_cast<double>(lo), static_cast<double>(hi)));
-          static_cast<uint8_t*>(y.raw())[r * N + n] = static_cast<uint8_t>(q);
-        }
-      }
+      for (int64_t r = r0; r < r1; ++r)
+        requantize_row(acc + r * N, mults.data() + (scales == 1 ? 0 : r % M) * N, out8 + r * N, N, zy, lo, hi);
     });
   }
   return Status::ok();
