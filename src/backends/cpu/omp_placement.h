@@ -15,7 +15,8 @@
 // now; a woken worker then lands on another CPU. The workers' thread ids are learnt once per
 // calling thread and team size, in one parallel region (in which each worker restricts
 // itself); after that the restriction is redone, one system call per worker, only when
-// the caller is found on another CPU. The calling thread itself is never changed.
+// the caller is found on another CPU. The calling thread itself is never changed; its own
+// OpenMP regions outside bulkhead use the same pool, so they see the restriction too.
 //
 // Nothing is done where there is no other CPU to use, where the user chose OpenMP's own
 // binding (OMP_PROC_BIND, OMP_PLACES or GOMP_CPU_AFFINITY), or with
