@@ -10,7 +10,7 @@
 namespace bulkhead {
 namespace {
 
-constexpr size_t kHuge = size_t{2} << 20;
+constexpr size_t kHuge = kHugePageBytes;
 constexpr size_t kPage = 4096;
 // The largest fresh block host_fresh_alloc maps in at once.
 constexpr size_t kPrefaultMaxBytes = size_t{64} << 20;
@@ -23,17 +23,13 @@ constexpr bool kEnabled = true;
 
 size_t map_length(size_t size) { return (size + kPage - 1) / kPage * kPage; }
 
-}  // namespace
-
-void trim_malloc_heaps() {
-#if defined(__GLIBC__)
-  if (kEnabled) malloc_trim(0);
-#endif
+// madvise(advice) on the whole 4 KiB pages inside [p, p + size).
+void advise_whole_pages(void* p, size_t size, int advice) {
+  const uintptr_t b = (reinterpret_cast<uintptr_t>(p) + kPage - 1) & ~(kPage - 1);
+  const uintptr_t e = (reinterpret_cast<uintptr_t>(p) + size) & ~(kPage - 1);
+  if (e > b) (void)::madvise(reinterpret_cast<void*>(b), e - b, advice);
 }
 
-bool host_pages_serve(size_t size, size_t alignment) { return kEnabled && size >= kHuge && alignment <= kHuge; }
-
-namespace {
 // A mapping of `size` bytes starting on a 2 MiB boundary, advised as huge pages.
 void* map_huge(size_t size, int extra_flags) {
   const size_t len = map_length(size);
@@ -51,17 +47,22 @@ void* map_huge(size_t size, int extra_flags) {
   ::madvise(p, len, MADV_HUGEPAGE);
   return p;
 }
+
 }  // namespace
+
+void trim_malloc_heaps() {
+#if defined(__GLIBC__)
+  if (kEnabled) malloc_trim(0);
+#endif
+}
+
+bool host_pages_serve(size_t size, size_t alignment) { return kEnabled && size >= kHuge && alignment <= kHuge; }
 
 void* host_pages_alloc(size_t size) { return map_huge(size, 0); }
 
 void* host_pages_reserve(size_t size) { return kEnabled ? map_huge(size, MAP_NORESERVE) : nullptr; }
 
-void host_pages_discard(void* p, size_t size) {
-  const uintptr_t b = (reinterpret_cast<uintptr_t>(p) + kPage - 1) & ~(kPage - 1);
-  const uintptr_t e = (reinterpret_cast<uintptr_t>(p) + size) & ~(kPage - 1);
-  if (e > b) ::madvise(reinterpret_cast<void*>(b), e - b, MADV_DONTNEED);
-}
+void host_pages_discard(void* p, size_t size) { advise_whole_pages(p, size, MADV_DONTNEED); }
 
 void host_pages_free(void* p, size_t size) {
   if (p) ::munmap(p, map_length(size));
@@ -89,9 +90,7 @@ void host_block_discard(void* p, size_t size) {
 void prefault_for_write(void* p, size_t size) {
 #ifdef MADV_POPULATE_WRITE
   if (!kEnabled || !p || size < (size_t{1} << 16)) return;
-  const uintptr_t b = (reinterpret_cast<uintptr_t>(p) + kPage - 1) & ~(kPage - 1);
-  const uintptr_t e = (reinterpret_cast<uintptr_t>(p) + size) & ~(kPage - 1);
-  if (e > b) (void)::madvise(reinterpret_cast<void*>(b), e - b, MADV_POPULATE_WRITE);
+  advise_whole_pages(p, size, MADV_POPULATE_WRITE);
 #else
   (void)p;
   (void)size;

@@ -17,6 +17,9 @@
 
 namespace bulkhead {
 
+// The size of a transparent huge page, the granule of host_pages mappings.
+constexpr size_t kHugePageBytes = size_t{2} << 20;
+
 // Whether a block of `size` bytes with `alignment` is better served by host_pages_alloc.
 bool host_pages_serve(size_t size, size_t alignment);
 // The Buffer handle of a host block from host_pages_alloc, so that release() knows.

@@ -74,8 +74,7 @@ void RecordingHeap::give(void* p, size_t bytes) { ranges_.give(static_cast<char*
 void RecordingHeap::discard_free_pages() {
   for (const auto& [offset, size] : ranges_.free_ranges()) host_pages_discard(base_ + offset, size);
   // Above the top: up to the end of the last 2 MiB page touched.
-  constexpr size_t kHuge = size_t{2} << 20;
-  const size_t touched = std::min(size_, (ranges_.high_water() + kHuge - 1) / kHuge * kHuge);
+  const size_t touched = std::min(size_, (ranges_.high_water() + kHugePageBytes - 1) / kHugePageBytes * kHugePageBytes);
   if (touched > ranges_.top()) host_pages_discard(base_ + ranges_.top(), touched - ranges_.top());
 }
 

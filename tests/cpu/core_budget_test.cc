@@ -182,24 +182,34 @@ void expect_kept_off(const std::vector<cpu_set_t>& masks, const cpu_set_t& calle
     }
 }
 
-TEST(OpenMPWorkers, AreKeptOffTheCallersCPUAndTheCallerIsLeftAlone) {
+// The calling thread's affinity.
+cpu_set_t own_affinity() {
+  cpu_set_t m;
+  CPU_ZERO(&m);
+  EXPECT_EQ(sched_getaffinity(0, sizeof m, &m), 0);
+  return m;
+}
+
+class OpenMPWorkers : public ::testing::Test {
+ protected:
+  void SetUp() override {
 #if defined(BULKHEAD_SANITIZE_THREAD)
-  GTEST_SKIP() << "OpenMP teams of 2 under ThreadSanitizer report libgomp's fork and join as races";
+    GTEST_SKIP() << "OpenMP teams of 2 under ThreadSanitizer report libgomp's fork and join as races";
 #endif
-  cpu_set_t before;
-  CPU_ZERO(&before);
-  ASSERT_EQ(sched_getaffinity(0, sizeof before, &before), 0);
-  if (CPU_COUNT(&before) < 2) GTEST_SKIP() << "one CPU: nothing to keep the workers off";
+    if (CPU_COUNT(&caller_) < 2) GTEST_SKIP() << "one CPU: nothing to keep the workers off";
+  }
+  const cpu_set_t caller_ = own_affinity();  // the test thread's, which new threads inherit
+};
+
+TEST_F(OpenMPWorkers, AreKeptOffTheCallersCPUAndTheCallerIsLeftAlone) {
   for (int threads : {2, 3, 2}) {  // a new team size learns its team again
     place_openmp_workers(threads);
     const int off = openmp_workers_kept_off();
     ASSERT_GE(off, 0);
-    EXPECT_TRUE(CPU_ISSET(off, &before));
-    expect_kept_off(worker_masks(threads), before, off, threads);
-    cpu_set_t after;
-    CPU_ZERO(&after);
-    ASSERT_EQ(sched_getaffinity(0, sizeof after, &after), 0);
-    EXPECT_TRUE(CPU_EQUAL(&before, &after)) << "the calling thread's own affinity changed";
+    EXPECT_TRUE(CPU_ISSET(off, &caller_));
+    expect_kept_off(worker_masks(threads), caller_, off, threads);
+    const cpu_set_t after = own_affinity();
+    EXPECT_TRUE(CPU_EQUAL(&caller_, &after)) << "the calling thread's own affinity changed";
   }
   // One thread: nothing to place, nothing changes.
   const int off = openmp_workers_kept_off();
@@ -207,23 +217,16 @@ TEST(OpenMPWorkers, AreKeptOffTheCallersCPUAndTheCallerIsLeftAlone) {
   EXPECT_EQ(openmp_workers_kept_off(), off);
 }
 
-TEST(OpenMPWorkers, EachCallingThreadPlacesItsOwnPool) {
-#if defined(BULKHEAD_SANITIZE_THREAD)
-  GTEST_SKIP() << "OpenMP teams of 2 under ThreadSanitizer report libgomp's fork and join as races";
-#endif
-  cpu_set_t all;
-  CPU_ZERO(&all);
-  ASSERT_EQ(sched_getaffinity(0, sizeof all, &all), 0);
-  if (CPU_COUNT(&all) < 2) GTEST_SKIP() << "one CPU: nothing to keep the workers off";
+TEST_F(OpenMPWorkers, EachCallingThreadPlacesItsOwnPool) {
   std::vector<std::thread> callers;
   for (int i = 0; i < 3; ++i)
-    callers.emplace_back([&all] {
+    callers.emplace_back([this] {
       EXPECT_EQ(openmp_workers_kept_off(), -1) << "a new thread has placed nothing";
       for (int round = 0; round < 20; ++round) {
         place_openmp_workers(2);
         const int off = openmp_workers_kept_off();
         ASSERT_GE(off, 0);
-        expect_kept_off(worker_masks(2), all, off, 2);
+        expect_kept_off(worker_masks(2), caller_, off, 2);
       }
     });
   for (auto& t : callers) t.join();

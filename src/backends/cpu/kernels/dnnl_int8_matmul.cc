@@ -35,20 +35,11 @@ using namespace dnnl_util;
 // QLinearMatMul's requantisation of one row, as the reference computes it: the int32 sum
 // times the column's multiplier in float32, rounded half to even, plus y's zero point,
 // clamped to [lo, hi] (stored as a byte of y's type); a NaN product gives the zero point.
-// Clamping before rounding is the same since the bounds are whole numbers, and then the
-// rounding is exact by adding and subtracting 1.5 * 2^23 (as quantize_rows does).
 __attribute__((noinline)) void requantize_row(const int32_t* __restrict acc, const float* __restrict mult,
                                               uint8_t* __restrict y, int64_t n, int32_t zy, int32_t lo, int32_t hi) {
-  const float magic = 12582912.0f, z = static_cast<float>(zy);
-  const float rlo = static_cast<float>(lo - zy), rhi = static_cast<float>(hi - zy);
-  for (int64_t i = 0; i < n; ++i) {
-    float r = static_cast<float>(acc[i]) * mult[i];
-    r = r < rlo ? rlo : r;
-    r = r > rhi ? rhi : r;
-    r = (r + magic) - magic;
-    r = r == r ? r + z : z;
-    y[i] = static_cast<uint8_t>(static_cast<int32_t>(r));
-  }
+  const float z = static_cast<float>(zy), rlo = static_cast<float>(lo - zy), rhi = static_cast<float>(hi - zy);
+  for (int64_t i = 0; i < n; ++i)
+    y[i] = static_cast<uint8_t>(round_to_quantized(static_cast<float>(acc[i]) * mult[i], z, rlo, rhi));
 }
 
 class Int8MatMulKernel final : public Kernel {

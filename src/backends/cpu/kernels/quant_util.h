@@ -58,13 +58,11 @@ inline bool quotient_by_reciprocal(float sc) {
   return asc >= 0x1p-100f && asc <= 0x1p100f;
 }
 
-// One value of QuantizeLinear, as an int32 of the target's range; `inv` = 1 / sc, and
-// quotient_by_reciprocal(sc) holds.
-__attribute__((always_inline)) inline int32_t quantize_one(float v, float sc, float inv, float z, float rlo, float rhi) {
+// A scaled value `r` as a quantised int32: clamped to [rlo, rhi] (the target's range less
+// the zero point: whole numbers, so clamping and rounding commute), rounded half to even by
+// adding and subtracting 1.5 * 2^23, the zero point `z` added; NaN becomes the zero point.
+__attribute__((always_inline)) inline int32_t round_to_quantized(float r, float z, float rlo, float rhi) {
   const float magic = 12582912.0f;
-  const float q = v * inv;
-  const float corrected = __builtin_fmaf(__builtin_fmaf(-q, sc, v), inv, q);
-  float r = (q < 0x1p30f && q > -0x1p30f) ? corrected : q;
   r = r < rlo ? rlo : r;
   r = r > rhi ? rhi : r;
   r = (r + magic) - magic;
@@ -72,19 +70,19 @@ __attribute__((always_inline)) inline int32_t quantize_one(float v, float sc, fl
   return static_cast<int32_t>(r);
 }
 
+// One value of QuantizeLinear, as an int32 of the target's range; `inv` = 1 / sc, and
+// quotient_by_reciprocal(sc) holds.
+__attribute__((always_inline)) inline int32_t quantize_one(float v, float sc, float inv, float z, float rlo, float rhi) {
+  const float q = v * inv;
+  const float corrected = __builtin_fmaf(__builtin_fmaf(-q, sc, v), inv, q);
+  return round_to_quantized((q < 0x1p30f && q > -0x1p30f) ? corrected : q, z, rlo, rhi);
+}
+
 template <typename T>
 __attribute__((noinline)) inline void quantize_rows(const float* __restrict x, T* __restrict y, int64_t n, float sc, float z,
                                              float rlo, float rhi) {
   if (!quotient_by_reciprocal(sc)) {
-    const float magic = 12582912.0f;
-    for (int64_t i = 0; i < n; ++i) {
-      float r = x[i] / sc;
-      r = r < rlo ? rlo : r;
-      r = r > rhi ? rhi : r;
-      r = (r + magic) - magic;
-      r = r == r ? r + z : z;
-      y[i] = static_cast<T>(static_cast<int32_t>(r));
-    }
+    for (int64_t i = 0; i < n; ++i) y[i] = static_cast<T>(round_to_quantized(x[i] / sc, z, rlo, rhi));
     return;
   }
   const float inv = 1.0f / sc;
