@@ -65,6 +65,18 @@ onnx::NodeProto qdq_node(const std::string& op, const std::string& name, const s
   return n;
 }
 
+// Attribute `name` of `n` as an int or a float, `dflt` when absent.
+int64_t int_attr(const onnx::NodeProto& n, const std::string& name, int64_t dflt) {
+  for (const auto& a : n.attribute())
+    if (a.name() == name) return a.i();
+  return dflt;
+}
+float float_attr(const onnx::NodeProto& n, const std::string& name, float dflt) {
+  for (const auto& a : n.attribute())
+    if (a.name() == name) return a.f();
+  return dflt;
+}
+
 // Every name read by `g`'s nodes and its subgraphs (for the initializers still in use).
 void collect_reads(const onnx::GraphProto& g, std::unordered_map<std::string, int>& uses) {
   for (const auto& n : g.node()) {
@@ -222,7 +234,16 @@ Result<QuantizeResult> quantize_model(const std::string& path, const QuantizeOpt
     const bool conv = n.op_type() == "Conv" && n.input_size() >= 2 && constant_f32(n.input(1), 3, 5) &&
                       (n.input_size() < 3 || n.input(2).empty() || constant_f32(n.input(2), 1, 1));
     const bool matmul = n.op_type() == "MatMul" && n.input_size() == 2 && constant_f32(n.input(1), 2, 2);
-    if (!conv && !matmul) continue;
+    // Gemm as a fully connected layer: A' = A, alpha 1, a constant B and a bias of one
+    // value per output column (beta 1) or none.
+    bool gemm = n.op_type() == "Gemm" && n.input_size() >= 2 && n.input_size() <= 3 && constant_f32(n.input(1), 2, 2) &&
+                int_attr(n, "transA", 0) == 0 && float_attr(n, "alpha", 1.f) == 1.f;
+    if (gemm && n.input_size() > 2 && !n.input(2).empty()) {
+      const onnx::TensorProto* b = constant_f32(n.input(1), 2, 2);
+      const onnx::TensorProto* c = constant_f32(n.input(2), 1, 1);
+      gemm = c && float_attr(n, "beta", 1.f) == 1.f && c->dims(0) == b->dims(int_attr(n, "transB", 0) ? 0 : 1);
+    }
+    if (!conv && !matmul && !gemm) continue;
     if (init.count(n.input(0))) continue;  // a constant activation: nothing to calibrate
     if (keep.count(node_name(i))) {
       ++res.kept;
@@ -231,9 +252,10 @@ Result<QuantizeResult> quantize_model(const std::string& path, const QuantizeOpt
     targets.push_back(i);
     add_act(n.input(0));
     add_act(after_relus(n.output(0)));
-    (conv ? res.convs : res.matmuls)++;
+    (conv ? res.convs : matmul ? res.matmuls : res.gemms)++;
   }
-  if (targets.empty()) return invalid_argument("'" + path + "' has no Conv or MatMul with constant float32 weights to quantise");
+  if (targets.empty())
+    return invalid_argument("'" + path + "' has no Conv, MatMul or Gemm with constant float32 weights to quantise");
   for (const auto& k : keep) {
     bool found = false;
     for (int i = 0; i < g.node_size(); ++i) found = found || node_name(i) == k;
@@ -324,10 +346,13 @@ Result<QuantizeResult> quantize_model(const std::string& path, const QuantizeOpt
   for (int i : targets) {
     const onnx::NodeProto& n = g.node(i);
     const bool conv = n.op_type() == "Conv";
+    const bool gemm = n.op_type() == "Gemm";
     BH_ASSIGN_OR_RETURN(Tensor w, ir::tensor_from_proto(g.initializer(init[n.input(1)]), ir::DataFolder{dir}));
-    const int64_t M = conv ? w.dim(0) : w.dim(1);  // output channels
+    // The weights' output-channel axis: a Conv's 0, a MatMul's 1, a Gemm's 0 when transB.
+    const int w_axis = conv || (gemm && int_attr(n, "transB", 0)) ? 0 : 1;
+    const int64_t M = w.dim(w_axis);  // output channels
     const int64_t total = w.numel();
-    auto channel = [&](int64_t idx) { return conv ? idx / (total / std::max<int64_t>(M, 1)) : idx % M; };
+    auto channel = [&](int64_t idx) { return w_axis == 0 ? idx / (total / std::max<int64_t>(M, 1)) : idx % M; };
     const int64_t nscale = res.per_channel ? M : 1;
     std::vector<float> ws(static_cast<size_t>(nscale), 0.f);
     const float* wp = w.data<float>();
@@ -351,9 +376,9 @@ Result<QuantizeResult> quantize_model(const std::string& path, const QuantizeOpt
     new_inits.push_back(raw_tensor(sn, onnx::TensorProto::FLOAT, sdims, ws.data(), ws.size() * sizeof(float)));
     new_inits.push_back(raw_tensor(zn, onnx::TensorProto::INT8, sdims, zeros.data(), zeros.size()));
     front.push_back(qdq_node("DequantizeLinear", fresh(base + "_DequantizeLinear"), {qn, sn, zn}, dn,
-                             res.per_channel ? (conv ? 0 : 1) : -2));
+                             res.per_channel ? w_axis : -2));
     std::string bdn;
-    if (conv && n.input_size() > 2 && !n.input(2).empty()) {
+    if ((conv || gemm) && n.input_size() > 2 && !n.input(2).empty()) {
       BH_ASSIGN_OR_RETURN(Tensor b, ir::tensor_from_proto(g.initializer(init[n.input(2)]), ir::DataFolder{dir}));
       if (b.numel() != M) return invalid_model("node '" + n.name() + "': bias has " + std::to_string(b.numel()) + " values for " + std::to_string(M) + " channels");
       const float xs = act_scale[n.input(0)];

@@ -1,18 +1,21 @@
 // Static post-training quantisation to the standard QDQ form (`bulkhead quantize`).
 //
-// Every Conv with constant float32 weights and every MatMul with a constant 2-D float32
-// right-hand side (unless named in `keep_float`) gets:
+// Every Conv with constant float32 weights, every MatMul with a constant 2-D float32
+// right-hand side and every Gemm that is a fully connected layer (transA 0, alpha 1, a
+// constant 2-D float32 B, a bias of one value per output column with beta 1, or none) —
+// unless named in `keep_float` — gets:
 //   - its activation input and its output quantised to uint8, per tensor, with ranges
 //     from running the float model on the calibration samples (min-max, or the given
 //     percentile of the values at each end): QuantizeLinear → DequantizeLinear pairs,
 //     read by every consumer of the tensor (graph outputs stay float);
-//   - its weights as int8, symmetric, per output channel (Conv axis 0, MatMul axis 1)
+//   - its weights as int8, symmetric, per output channel (Conv axis 0, MatMul axis 1,
+//     Gemm 1, or 0 with transB)
 //     where the model's opset has per-axis DequantizeLinear (13+), else per tensor, with
 //     a DequantizeLinear node;
-//   - Conv's bias as int32 with scale x_scale·w_scale and zero point 0.
+//   - Conv's and Gemm's bias as int32 with scale x_scale·w_scale and zero point 0.
 // The result is a valid ONNX model that any runtime with QDQ support runs (ONNX Runtime
-// included); bulkhead's optimiser turns each DQ → Conv/MatMul → Q group into one int8
-// kernel. Before any of this the float model is prepared (quantize_prepare.h): a model
+// included); bulkhead's optimiser turns each DQ → Conv/MatMul/Gemm → Q group into one
+// int8 kernel. Before any of this the float model is prepared (quantize_prepare.h): a model
 // below opset 10 (no QuantizeLinear) is moved to opset 10, and BatchNormalization / Mul /
 // Add nodes that only rescale a Conv's output channels are folded into its weights.
 //
@@ -37,7 +40,7 @@ struct QuantizeOptions {
 
 struct QuantizeResult {
   std::string model;  // the serialized QDQ ModelProto
-  int convs = 0, matmuls = 0, kept = 0;
+  int convs = 0, matmuls = 0, gemms = 0, kept = 0;
   bool per_channel = false;
   int activations = 0;  // tensors given a Q/DQ pair
   int folded = 0;       // BatchNormalization / Mul / Add nodes folded into Conv weights first

@@ -1,5 +1,7 @@
 #include "exec/optimize.h"
 
+#include "backend/qlinear_gemm.h"
+
 #include "exec/fused_ops.h"
 #include "exec/outer_refs.h"
 
@@ -27,7 +29,8 @@ bool near(float a, float b) { return std::fabs(a - b) <= 1e-6f * std::max(1.f, s
 
 class Optimizer {
  public:
-  Optimizer(Graph& g, bool input_defaults_constant) : g_(g), input_defaults_constant_(input_defaults_constant) {}
+  Optimizer(Graph& g, bool input_defaults_constant, bool cpu_ops)
+      : g_(g), input_defaults_constant_(input_defaults_constant), cpu_ops_(cpu_ops) {}
 
   Status run() {
     for (const auto& o : g_.outputs) pinned_.insert(o.name);
@@ -44,7 +47,7 @@ class Optimizer {
     // fusions below would otherwise treat as float weights.
     for (size_t i = 0; i < g_.nodes.size(); ++i) {
       if (dead_[i] || done_[i]) continue;
-      if (fuse_qdq_conv(i) || fuse_qdq_matmul(i)) index();
+      if (fuse_qdq_conv(i) || fuse_qdq_matmul(i) || (cpu_ops_ && fuse_qdq_gemm(i))) index();
     }
     for (size_t i = 0; i < g_.nodes.size(); ++i) {
       if (dead_[i] || done_[i]) continue;
@@ -617,6 +620,43 @@ class Optimizer {
     return name;
   }
 
+  // A quantised bias `v`: DequantizeLinear(bq int32 [M], bs = xs * ws, zero point 0), `xs`
+  // one scale, `ws` one or M; `*bq` names the int32 constant, `*db` is its dequantiser.
+  bool int32_bias(const std::string& v, int64_t M, const Tensor* xs_t, const Tensor* ws, std::string* bq,
+                  std::optional<size_t>* db) const {
+    *db = producer(v);
+    if (!*db || !xs_t || !ws) return false;
+    const Node& DB = g_.nodes[**db];
+    const Tensor* b = DB.op_type == "DequantizeLinear" && DB.domain.empty() ? constant(DB.inputs[0]) : nullptr;
+    if (!b || !b->on_host() || b->dtype() != DataType::kInt32 || b->rank() != 1 || b->dim(0) != M) return false;
+    const Tensor* bs = DB.inputs.size() > 1 ? constant(DB.inputs[1]) : nullptr;
+    if (!bs || !bs->on_host() || bs->dtype() != DataType::kFloat32 || (bs->numel() != 1 && bs->numel() != M)) return false;
+    if (bs->numel() > 1 && DB.attr_int("axis", 1) != 0 && DB.attr_int("axis", 1) != -1) return false;  // as written, invalid
+    if (DB.inputs.size() > 2 && !DB.inputs[2].empty()) {
+      const Tensor* bz = constant(DB.inputs[2]);
+      if (!bz || !bz->on_host() || bz->dtype() != DataType::kInt32) return false;
+      for (int64_t i = 0; i < bz->numel(); ++i)
+        if (bz->data<int32_t>()[i] != 0) return false;
+    }
+    const float xs = xs_t->data<float>()[0];
+    for (int64_t m = 0; m < M; ++m) {
+      const float want = xs * ws->data<float>()[ws->numel() == 1 ? 0 : m];
+      const float got = bs->data<float>()[bs->numel() == 1 ? 0 : m];
+      if (std::fabs(got - want) > 1e-6f * std::fabs(want) + 1e-30f) return false;
+    }
+    *bq = DB.inputs[0];
+    return true;
+  }
+
+  // A QuantizeLinear `Q` that fits the int8 kernels (per tensor, its output type that of
+  // its zero point, uint8 when omitted): y's type in `*yt`, its zero point's in `*yzt`.
+  bool int8_quantizer(const Node& Q, int rank, DataType* yt, DataType* yzt) const {
+    if (Q.op_type != "QuantizeLinear" || !qdq_params(Q, 1, 1, rank, yzt)) return false;
+    *yt = *yzt == DataType::kUndefined ? DataType::kUInt8 : *yzt;
+    return !(Q.has_attr("output_dtype") && Q.attr_int("output_dtype", 0) != 0 &&
+             Q.attr_int("output_dtype", 0) != static_cast<int64_t>(*yt == DataType::kUInt8 ? 2 : 3));
+  }
+
   bool fuse_qdq_conv(size_t ci) {
     const Node& conv = g_.nodes[ci];
     if (conv.op_type != "Conv" || !conv.domain.empty() || conv.outputs.size() != 1 || conv.outputs[0].empty() ||
@@ -653,44 +693,19 @@ class Optimizer {
     }
     if (!nx) return false;
     const Node& Q = g_.nodes[*nx];
-    if (Q.op_type != "QuantizeLinear" || !qdq_params(Q, 1, 1, rank, &yzt)) return false;
-    const DataType yt = yzt == DataType::kUndefined ? DataType::kUInt8 : yzt;
-    if (Q.has_attr("output_dtype") && Q.attr_int("output_dtype", 0) != 0 &&
-        Q.attr_int("output_dtype", 0) != static_cast<int64_t>(yt == DataType::kUInt8 ? 2 : 3))
-      return false;
+    DataType yt = DataType::kUndefined;
+    if (!int8_quantizer(Q, rank, &yt, &yzt)) return false;
     if (relu) {
       const Tensor* yz = yzt == DataType::kUndefined ? nullptr : constant(Q.inputs[2]);
       const int64_t zero = yz ? (yt == DataType::kUInt8 ? yz->data<uint8_t>()[0] : yz->data<int8_t>()[0]) : 0;
       if (zero != (yt == DataType::kUInt8 ? 0 : -128)) return false;  // the Relu would clip: keep it in float
     }
     eaten.push_back(*nx);
-    // The bias: DequantizeLinear(bq int32 [M], bs = xs * ws, zero point 0), or none.
     std::string bq;
     std::optional<size_t> db;
-    if (conv.inputs.size() > 2 && !conv.inputs[2].empty()) {
-      db = producer(conv.inputs[2]);
-      if (!db) return false;
-      const Node& DB = g_.nodes[*db];
-      const Tensor* b = DB.op_type == "DequantizeLinear" && DB.domain.empty() ? constant(DB.inputs[0]) : nullptr;
-      if (!b || !b->on_host() || b->dtype() != DataType::kInt32 || b->rank() != 1 || b->dim(0) != M) return false;
-      const Tensor* bs = DB.inputs.size() > 1 ? constant(DB.inputs[1]) : nullptr;
-      if (!bs || !bs->on_host() || bs->dtype() != DataType::kFloat32 || (bs->numel() != 1 && bs->numel() != M)) return false;
-      if (bs->numel() > 1 && DB.attr_int("axis", 1) != 0 && DB.attr_int("axis", 1) != -1) return false;  // as written, invalid
-      if (DB.inputs.size() > 2 && !DB.inputs[2].empty()) {
-        const Tensor* bz = constant(DB.inputs[2]);
-        if (!bz || !bz->on_host() || bz->dtype() != DataType::kInt32) return false;
-        for (int64_t i = 0; i < bz->numel(); ++i)
-          if (bz->data<int32_t>()[i] != 0) return false;
-      }
-      const float xs = constant(DX.inputs[1])->data<float>()[0];
-      const Tensor* ws = constant(DW.inputs[1]);
-      for (int64_t m = 0; m < M; ++m) {
-        const float want = xs * ws->data<float>()[ws->numel() == 1 ? 0 : m];
-        const float got = bs->data<float>()[bs->numel() == 1 ? 0 : m];
-        if (std::fabs(got - want) > 1e-6f * std::fabs(want) + 1e-30f) return false;
-      }
-      bq = DB.inputs[0];
-    }
+    if (conv.inputs.size() > 2 && !conv.inputs[2].empty() &&
+        !int32_bias(conv.inputs[2], M, constant(DX.inputs[1]), constant(DW.inputs[1]), &bq, &db))
+      return false;
     Node fused;
     fused.name = conv.name;
     fused.op_type = "QLinearConv";
@@ -738,11 +753,8 @@ class Optimizer {
     auto nx = sole_consumer(mm.outputs[0]);
     if (!nx) return false;
     const Node& Q = g_.nodes[*nx];
-    if (Q.op_type != "QuantizeLinear" || !qdq_params(Q, 1, 1, 2, &yzt)) return false;
-    const DataType yt = yzt == DataType::kUndefined ? DataType::kUInt8 : yzt;
-    if (Q.has_attr("output_dtype") && Q.attr_int("output_dtype", 0) != 0 &&
-        Q.attr_int("output_dtype", 0) != static_cast<int64_t>(yt == DataType::kUInt8 ? 2 : 3))
-      return false;
+    DataType yt = DataType::kUndefined;
+    if (!int8_quantizer(Q, 2, &yt, &yzt)) return false;
     Node fused;
     fused.name = mm.name;
     fused.op_type = "QLinearMatMul";
@@ -760,6 +772,75 @@ class Optimizer {
     replace_chain(mi, {last}, last, std::move(fused), Q.outputs[0]);
     for (auto d : {db, da})
       if (!pinned_.count(g_.nodes[*d].outputs[0]) && num_uses_except(g_.nodes[*d].outputs[0], mi) == 0) dead_[*d] = true;
+    return true;
+  }
+
+  // DequantizeLinear(aq, as, az) → Gemm(·, DequantizeLinear(bq 2-D constant, bs, bz)
+  // [, DequantizeLinear(cq int32 [N], as·bs)]) → QuantizeLinear(·, ys, yz), with transA 0,
+  // alpha 1 and beta 1, becomes the internal QLinearGemm (backend/qlinear_gemm.h; CPU
+  // sessions only): b per tensor or per output column (axis 1, or 0 when transB), stored
+  // [K, N] — transposed here when transB.
+  bool fuse_qdq_gemm(size_t gi) {
+    const Node& gm = g_.nodes[gi];
+    if (gm.op_type != "Gemm" || !gm.domain.empty() || gm.inputs.size() < 2 || gm.inputs.size() > 3 ||
+        gm.outputs.size() != 1 || gm.outputs[0].empty() || gm.attr_int("transA", 0) != 0 ||
+        gm.attr_float("alpha", 1.f) != 1.f)
+      return false;
+    const bool has_c = gm.inputs.size() > 2 && !gm.inputs[2].empty();
+    if (has_c && gm.attr_float("beta", 1.f) != 1.f) return false;
+    const bool trans_b = gm.attr_int("transB", 0) != 0;
+    auto da = producer(gm.inputs[0]);
+    auto db = producer(gm.inputs[1]);
+    if (!da || !db) return false;
+    const Node& DA = g_.nodes[*da];
+    const Node& DB = g_.nodes[*db];
+    if (DA.op_type != "DequantizeLinear" || DB.op_type != "DequantizeLinear") return false;
+    const Tensor* bq = constant(DB.inputs[0]);
+    if (!bq || !bq->on_host() || (bq->dtype() != DataType::kUInt8 && bq->dtype() != DataType::kInt8) || bq->rank() != 2 ||
+        bq->numel() == 0)
+      return false;
+    const int64_t N = bq->dim(trans_b ? 0 : 1), K = bq->dim(trans_b ? 1 : 0);
+    DataType azt = DataType::kUndefined, bzt = DataType::kUndefined, yzt = DataType::kUndefined, yt = DataType::kUndefined;
+    if (!qdq_params(DA, 1, 1, 2, &azt) || !qdq_params(DB, N, trans_b ? 0 : 1, 2, &bzt)) return false;
+    const DataType at = type_of(DA.inputs[0]);
+    if (at != DataType::kUInt8 && at != DataType::kInt8) return false;
+    if ((azt != DataType::kUndefined && azt != at) || (bzt != DataType::kUndefined && bzt != bq->dtype())) return false;
+    auto nx = sole_consumer(gm.outputs[0]);
+    if (!nx || !int8_quantizer(g_.nodes[*nx], 2, &yt, &yzt)) return false;
+    const Node& Q = g_.nodes[*nx];
+    std::string cq;
+    std::optional<size_t> dc;
+    if (has_c && !int32_bias(gm.inputs[2], N, constant(DA.inputs[1]), constant(DB.inputs[1]), &cq, &dc)) return false;
+    std::string b = DB.inputs[0];
+    if (trans_b) {
+      // B [N, K] as [K, N], once.
+      Tensor t = Tensor::host(bq->dtype(), Shape{K, N});
+      const uint8_t* in = static_cast<const uint8_t*>(bq->raw());
+      uint8_t* out = static_cast<uint8_t*>(t.raw());
+      for (int64_t n = 0; n < N; ++n)
+        for (int64_t k = 0; k < K; ++k) out[k * N + n] = in[n * K + k];
+      b = fresh(DB.inputs[0] + "_transposed");
+      g_.initializers[b] = std::move(t);
+    }
+    Node fused;
+    fused.name = gm.name;
+    fused.op_type = kQLinearGemm;
+    fused.domain = kQLinearGemmDomain;
+    fused.opset = 1;
+    fused.inputs = {DA.inputs[0],
+                    DA.inputs[1],
+                    zero_point_of(DA, azt, at, 1),
+                    b,
+                    DB.inputs[1],
+                    zero_point_of(DB, bzt, bq->dtype(), constant(DB.inputs[1])->numel()),
+                    Q.inputs[1],
+                    zero_point_of(Q, yzt, DataType::kUInt8, 1)};
+    if (!cq.empty()) fused.inputs.push_back(cq);
+    fused.outputs = {Q.outputs[0]};
+    const size_t last = *nx;
+    replace_chain(gi, {last}, last, std::move(fused), Q.outputs[0]);
+    for (auto d : {db, dc, da})
+      if (d && !pinned_.count(g_.nodes[*d].outputs[0]) && num_uses_except(g_.nodes[*d].outputs[0], gi) == 0) dead_[*d] = true;
     return true;
   }
 
@@ -894,6 +975,7 @@ class Optimizer {
 
   Graph& g_;
   bool input_defaults_constant_;
+  bool cpu_ops_;  // may make the CPU backend's internal nodes (QLinearGemm)
   std::unordered_set<std::string> pinned_, graph_inputs_;
   std::unordered_map<std::string, std::vector<size_t>> consumers_;
   std::unordered_map<std::string, size_t> producer_;  // value -> the node writing it
@@ -903,8 +985,8 @@ class Optimizer {
 
 }  // namespace
 
-Status optimize_graph(ir::Graph& g, bool input_defaults_constant) {
-  return Optimizer(g, input_defaults_constant).run();
+Status optimize_graph(ir::Graph& g, bool input_defaults_constant, bool cpu_ops) {
+  return Optimizer(g, input_defaults_constant, cpu_ops).run();
 }
 
 }  // namespace bulkhead::exec

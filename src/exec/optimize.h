@@ -14,7 +14,10 @@
 //     x_scale*w_scale) → Conv [→ Relu that clips nothing] → QuantizeLinear, with constant
 //     scales and zero points — become one QLinearConv on the int8 data (within one
 //     quantisation step of the float path); DequantizeLinear of a and a constant 2-D b →
-//     MatMul → QuantizeLinear likewise becomes one QLinearMatMul;
+//     MatMul → QuantizeLinear likewise becomes one QLinearMatMul, and (when `cpu_ops`) a
+//     Gemm with transA 0, alpha 1 and beta 1 — its int32 bias of scale a_scale*b_scale
+//     included, a transposed b stored [K, N] — becomes the CPU's internal QLinearGemm
+//     (backend/qlinear_gemm.h);
 //   - the element-wise chain that follows a Conv is fused into it as post-ops, in order:
 //     Relu, LeakyRelu, Clip, HardSigmoid, HardSwish (the op, or written out as
 //     x*Clip(x+3,0,6)/6 or x*HardSigmoid(x)), Sigmoid, Mul/Add by a scalar constant
@@ -41,6 +44,8 @@ namespace bulkhead::exec {
 // Rewrites `g` (a top-level graph; subgraphs are left as they are). An initializer that is
 // also a graph input is a default the caller may override, and is not folded, unless
 // `input_defaults_constant` (IR < 4 models, which list every initializer as an input).
-Status optimize_graph(ir::Graph& g, bool input_defaults_constant = false);
+// `cpu_ops`: every node will run on the CPU backend, which also has internal operators
+// (QLinearGemm) the rewrites may use.
+Status optimize_graph(ir::Graph& g, bool input_defaults_constant = false, bool cpu_ops = false);
 
 }  // namespace bulkhead::exec

@@ -1,5 +1,7 @@
 #include "exec/work.h"
 
+#include "backend/qlinear_gemm.h"
+
 #include <algorithm>
 #include <limits>
 #include <set>
@@ -53,7 +55,7 @@ double node_macs(const ir::Graph& g, const ir::Node& n) {
     if (n.inputs.size() < 2 || !dims_of(g, n.inputs[1], &w) || !dims_of(g, n.inputs[0], &a) || w.size() < 3) return kUnknown;
     return product(a) * product(w, 1);  // each input: M/G x kernel multiply-adds
   }
-  if (op == "MatMul" || op == "MatMulInteger" || op == "QLinearMatMul" || op == "Gemm") {
+  if (op == "MatMul" || op == "MatMulInteger" || op == "QLinearMatMul" || op == "Gemm" || op == kQLinearGemm) {
     if (n.inputs.empty() || n.outputs.empty() || !dims_of(g, n.inputs[0], &a) || !dims_of(g, n.outputs[0], &y) ||
         a.empty())
       return kUnknown;
@@ -70,9 +72,11 @@ double largest_node_macs(const ir::Graph& g) {
   double most = 0;
   for (const auto& n : g.nodes) {
     if (!n.domain.empty()) {
-      // The optimiser's own nodes (QLinearEltwise) do no multiply-adds; any other
-      // domain's work is not known here.
+      // The optimiser's own nodes: QLinearGemm is a matrix product, QLinearEltwise does no
+      // multiply-adds; any other domain's work is not known here.
       if (n.domain != "bulkhead") return kUnknown;
+      if (n.op_type == kQLinearGemm) most = std::max(most, node_macs(g, n));
+      if (most == kUnknown) break;
       continue;
     }
     most = std::max(most, node_macs(g, n));

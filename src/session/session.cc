@@ -146,7 +146,8 @@ Result<Session> build_session(const std::shared_ptr<EnvImpl>& env, ir::Model mod
   else if (want_bf16 && first.bf16_units.empty())
     prec.note = "this CPU (" + first.name + ") has no bf16 units (AMX or AVX512-BF16)";
   if (options.optimization_level > 0) {
-    BH_RETURN_IF_ERROR(exec::optimize_graph(*impl->model.graph, impl->model.ir_version < 4));
+    const bool cpu_only = options.optimization_level > 1 && first.backend == "cpu";
+    BH_RETURN_IF_ERROR(exec::optimize_graph(*impl->model.graph, impl->model.ir_version < 4, cpu_only));
     // Every node runs on the CPU when it is the first device: keep convolution chains in
     // oneDNN's channel-blocked layout (exec/layout.h).
     if (options.optimization_level > 1 && first.backend == "cpu") {

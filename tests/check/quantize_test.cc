@@ -84,6 +84,54 @@ TEST(Quantize, WritesAQdqModelCloseToTheFloatOneThatRunsOnInt8Kernels) {
   EXPECT_LE(worst, 2.5 * top / 255 + 1e-6);
 }
 
+// A fully connected classifier head: Flatten → Gemm (transB 1, with a bias) → Softmax, and
+// a Gemm the int8 kernels do not take (alpha 0.5), left in float.
+TEST(Quantize, FullyConnectedGemmsBecomeInt8WithTheirBias) {
+  TempDir dir;
+  const std::string path = write_model(dir, "fc.onnx", R"(<ir_version: 8, opset_import: ["" : 13]>
+g (float[4,3,4,4] x) => (float[4,10] y, float[4,10] z) <float[10,48] w = {)" +
+                                                            random_values_text(480, 91, -0.3f, 0.3f) + R"(}, float[10] b = {)" +
+                                                            random_values_text(10, 92, -0.5f, 0.5f) + R"(}> {
+  f = Flatten(x)
+  l = Gemm <transB = 1> (f, w, b)
+  y = Softmax(l)
+  z = Gemm <transB = 1, alpha = 0.5> (f, w, b)
+})");
+  check::QuantizeOptions o;
+  for (uint32_t s = 1; s <= 4; ++s) o.samples.push_back({{"x", random_tensor({4, 3, 4, 4}, s)}});
+  auto r = check::quantize_model(path, o);
+  ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+  EXPECT_EQ(r->gemms, 1);
+  EXPECT_EQ(r->convs + r->matmuls, 0);
+  Env env;
+  auto fq = env.load(path);
+  auto q = env.load_bytes(r->model, "q.onnx");
+  ASSERT_TRUE(fq.is_ok() && q.is_ok()) << q.status().to_string();
+  const NamedTensors in{{"x", random_tensor({4, 3, 4, 4}, 9)}};
+  std::vector<NodeProfile> prof;
+  RunOptions ro;
+  ro.profile = &prof;
+  auto want = fq->run(in);
+  auto got = q->run(in, ro);
+  ASSERT_TRUE(want.is_ok() && got.is_ok()) << got.status().to_string();
+  int int8_gemms = 0;
+  for (const auto& p : prof) int8_gemms += p.op_type == "QLinearGemm";
+  EXPECT_EQ(int8_gemms, 1);
+  auto worst = [&](int k) {
+    const Tensor &a = (*want)[k].second, &b = (*got)[k].second;
+    EXPECT_EQ(a.shape(), b.shape());
+    double w = 0;
+    for (int64_t i = 0; i < a.numel() && a.shape() == b.shape(); ++i)
+      w = std::max(w, std::fabs(static_cast<double>(a.data<float>()[i]) - b.data<float>()[i]));
+    return w;
+  };
+  // Probabilities from logits quantised in steps of their range over 255, bias included
+  // (a Gemm without its bias is off by up to 0.5 here).
+  EXPECT_LE(worst(0), 0.02);
+  // The float Gemm reads the dequantised input (steps of 1/255 of its range).
+  EXPECT_LE(worst(1), 0.05);
+}
+
 TEST(Quantize, PercentileKeepFloatAndPerTensorBelowOpset13) {
   TempDir dir;
   const std::string path = write_model(dir, "f11.onnx", float_model(11));
@@ -133,7 +181,7 @@ TEST(Quantize, RefusesWhatItCannotDoInOneLine) {
   expect(dir.file("junk.onnx"), o, "is not a valid ONNX model");
   expect(write_model(dir, "nothing.onnx", R"(<ir_version: 8, opset_import: ["" : 13]>
 g (float[2] x) => (float[2] y) { y = Relu(x) })"),
-         o, "has no Conv or MatMul with constant float32 weights");
+         o, "has no Conv, MatMul or Gemm with constant float32 weights");
 }
 
 // An opset 9 model (no QuantizeLinear there) with what changed form on the way to opset

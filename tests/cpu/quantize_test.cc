@@ -7,9 +7,11 @@
 
 #include <cfloat>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "backends/cpu/kernels/quant_util.h"
@@ -719,6 +721,88 @@ g (uint8[4,32] aq) => (uint8[4,16] yq) <float as = {0.05}, uint8 az = {128}, int
   ASSERT_TRUE(y.is_ok()) << y.status().to_string();
   const int64_t differ = compare_ints((*x)[0].second, (*y)[0].second, 1);
   EXPECT_LE(differ * 20, (*x)[0].second.numel());
+}
+
+
+// A fully connected layer as quantisers write it: Gemm with transB 1 (B [N, K], per-channel
+// scales on axis 0) and an int32 bias of scale a_scale * b_scale [N].
+std::string qdq_gemm_model(const char* gemm_attrs) {
+  const int K = 40, N = 12;
+  const std::string b = int8conv::ints_text(N * K, 81, -127, 127), bias = int8conv::ints_text(N, 82, -3000, 3000);
+  std::vector<float> bs(N);
+  std::string bs_text, cs_text;
+  for (int n = 0; n < N; ++n) {
+    bs[n] = 0.002f + 0.0005f * static_cast<float>(n);
+    bs_text += (n ? "," : "") + std::to_string(bs[n]);
+  }
+  // The bias's scale: a_scale * b_scale, computed as float32 as a quantiser does.
+  for (int n = 0; n < N; ++n) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.9g", static_cast<double>(0.05f * std::stof(std::to_string(bs[n]))));
+    cs_text += (n ? "," : "") + std::string(buf);
+  }
+  return R"(<ir_version: 8, opset_import: ["" : 13]>
+g (uint8[3,40] aq) => (uint8[3,12] yq) <float as = {0.05}, uint8 az = {128}, int8[12,40] b = {)" + b +
+         R"(}, float[12] bs = {)" + bs_text + R"(}, int32[12] c = {)" + bias + R"(}, float[12] cs = {)" + cs_text +
+         R"(}, float ys = {0.15}, uint8 yz = {120}> {
+  a = DequantizeLinear(aq, as, az)
+  bf = DequantizeLinear <axis = 0> (b, bs)
+  cf = DequantizeLinear <axis = 0> (c, cs)
+  m = Gemm )" + gemm_attrs + R"( (a, bf, cf)
+  yq = QuantizeLinear(m, ys, yz)
+})";
+}
+
+TEST(QdqFusion, DequantizeGemmQuantizeRunsAsQLinearGemmWithinOneStep) {
+  const std::string text = qdq_gemm_model("<transB = 1>");
+  Env env;
+  SessionOptions plain;
+  plain.optimization_level = 0;
+  auto ref = env.load_bytes(model_text_bytes(text), "qdq", plain);
+  auto fused = env.load_bytes(model_text_bytes(text), "qdq");
+  setenv("BULKHEAD_CPU_INT8", "0", 1);
+  auto loops = env.load_bytes(model_text_bytes(text), "qdq");
+  unsetenv("BULKHEAD_CPU_INT8");
+  ASSERT_TRUE(ref.is_ok()) << ref.status().to_string();
+  ASSERT_TRUE(fused.is_ok()) << fused.status().to_string();
+  ASSERT_TRUE(loops.is_ok()) << loops.status().to_string();
+  EXPECT_EQ(fused->placement()[0].second, 1) << "one QLinearGemm";
+  NamedTensors in{{"aq", int8conv::random_ints(DataType::kUInt8, {3, 40}, 83)}};
+  std::vector<NodeProfile> prof;
+  RunOptions ro;
+  ro.profile = &prof;
+  auto x = ref->run(in);
+  auto y = fused->run(in, ro);
+  auto z = loops->run(in);
+  ASSERT_TRUE(x.is_ok()) << x.status().to_string();
+  ASSERT_TRUE(y.is_ok()) << y.status().to_string();
+  ASSERT_TRUE(z.is_ok()) << z.status().to_string();
+  ASSERT_EQ(prof.size(), 1u);
+  EXPECT_EQ(prof[0].op_type, "QLinearGemm");
+  const int64_t differ = compare_ints((*x)[0].second, (*y)[0].second, 1);
+  EXPECT_LE(differ * 10, (*x)[0].second.numel()) << differ << " differ by one step";
+  // oneDNN's sums and the reference loops' give the same bytes.
+  EXPECT_EQ(compare_ints((*y)[0].second, (*z)[0].second, 0), 0);
+}
+
+TEST(QdqFusion, GemmsTheInt8KernelCannotTakeStayAsWritten) {
+  Env env;
+  NamedTensors in{{"aq", int8conv::random_ints(DataType::kUInt8, {3, 40}, 84)}};
+  // alpha 0.5, beta 2: the product or the bias scaled: they run as written.
+  for (const char* attrs : {"<transB = 1, alpha = 0.5>", "<transB = 1, beta = 2.0>"}) {
+    SCOPED_TRACE(attrs);
+    auto s = env.load_bytes(model_text_bytes(qdq_gemm_model(attrs)), "qdq");
+    ASSERT_TRUE(s.is_ok()) << s.status().to_string();
+    EXPECT_GT(s->placement()[0].second, 1);
+    auto r = s->run(in);
+    EXPECT_TRUE(r.is_ok()) << r.status().to_string();
+  }
+  // A bias whose scale is not a_scale * b_scale stays in float.
+  std::string m = qdq_gemm_model("<transB = 1>");
+  m.replace(m.find("float[12] cs = {") + 16, 1, "9");
+  auto s = env.load_bytes(model_text_bytes(m), "qdq");
+  ASSERT_TRUE(s.is_ok()) << s.status().to_string();
+  EXPECT_GT(s->placement()[0].second, 1);
 }
 
 }  // namespace

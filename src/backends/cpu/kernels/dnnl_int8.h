@@ -1,5 +1,5 @@
 // The CPU's int8 matrix product on oneDNN (dnnl_int8_matmul.cc), shared by the kernel
-// families that register MatMulInteger (misc.cc) and QLinearMatMul (quantize.cc).
+// families that register MatMulInteger (misc.cc), QLinearMatMul and QLinearGemm (quantize.cc).
 #pragma once
 
 #include <functional>
@@ -8,10 +8,15 @@
 
 namespace bulkhead::cpu {
 
-// A MatMulInteger (`qlinear` false) or QLinearMatMul kernel: oneDNN where it applies,
-// else `reference` (the exact loop, which also reports every error).
-// BULKHEAD_CPU_INT8=0 keeps the reference for every node (to compare results).
-Result<std::unique_ptr<Kernel>> make_int8_matmul(const KernelInfo& info, bool qlinear, LambdaKernel::Fn reference);
+// Which node an int8 matrix-product kernel runs: MatMulInteger (int32 sums), QLinearMatMul
+// (requantised), or the internal QLinearGemm (QLinearMatMul's inputs and an int32 bias [N]
+// added to the sums before the requantisation: backend/qlinear_gemm.h).
+enum class Int8MatMulKind { kInteger, kQLinear, kQLinearGemm };
+
+// The kernel for `kind`: oneDNN where it applies, else `reference` (the exact loop, which
+// also reports every error). BULKHEAD_CPU_INT8=0 keeps the reference for every node (to
+// compare results).
+Result<std::unique_ptr<Kernel>> make_int8_matmul(const KernelInfo& info, Int8MatMulKind kind, LambdaKernel::Fn reference);
 
 // Constant 8-bit weights less their zero point (`zp`: null, one value, or one per channel:
 // element i's is zp[(i / run) % zp.numel()] — run = elements per output channel for a

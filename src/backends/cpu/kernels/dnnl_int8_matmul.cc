@@ -1,4 +1,4 @@
-// MatMulInteger and QLinearMatMul on oneDNN's int8 matrix product (VNNI / AMX-INT8 where
+// MatMulInteger, QLinearMatMul and QLinearGemm on oneDNN's int8 matrix product (VNNI / AMX-INT8 where
 // the CPU has them), for the form quantised models use: A [..., M, K] (uint8 or int8, one
 // zero point) times a 2-D B [K, N]. A's batch folds into its rows.
 //
@@ -10,6 +10,7 @@
 // reference computes it: oneDNN's int32 result passes through float32, which is the
 // float32 value of the sum the reference scales. MatMulInteger's result must be exact:
 // it uses oneDNN only when K * max|A - a_zp| * max|B| is below 2^24 on each run's data.
+// QLinearGemm's bias joins the int32 sums exactly, before the requantisation.
 // Every other form (batched B, per-row zero points of A, shapes oneDNN has no kernel
 // for) runs on the reference loop, which also gives every error message.
 #include <oneapi/dnnl/dnnl.hpp>
@@ -21,6 +22,7 @@
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <optional>
 
 #include "backends/cpu/cpu_util.h"
 #include "backends/cpu/kernels/dnnl_common.h"
@@ -33,25 +35,44 @@ namespace {
 using namespace dnnl_util;
 
 // QLinearMatMul's requantisation of one row, as the reference computes it: the int32 sum
-// times the column's multiplier in float32, rounded half to even, plus y's zero point,
-// clamped to [lo, hi] (stored as a byte of y's type); a NaN product gives the zero point.
+// (plus QLinearGemm's bias, summed exactly) times the column's multiplier in float32,
+// rounded half to even, plus y's zero point, clamped to [lo, hi] (stored as a byte of y's
+// type); a NaN product gives the zero point.
 __attribute__((noinline)) void requantize_row(const int32_t* __restrict acc, const float* __restrict mult,
                                               uint8_t* __restrict y, int64_t n, int32_t zy, int32_t lo, int32_t hi) {
   const float z = static_cast<float>(zy), rlo = static_cast<float>(lo - zy), rhi = static_cast<float>(hi - zy);
   for (int64_t i = 0; i < n; ++i)
     y[i] = static_cast<uint8_t>(round_to_quantized(static_cast<float>(acc[i]) * mult[i], z, rlo, rhi));
 }
+__attribute__((noinline)) void requantize_row(const int32_t* __restrict acc, const int32_t* __restrict bias,
+                                              const float* __restrict mult, uint8_t* __restrict y, int64_t n, int32_t zy,
+                                              int32_t lo, int32_t hi) {
+  const float z = static_cast<float>(zy), rlo = static_cast<float>(lo - zy), rhi = static_cast<float>(hi - zy);
+  for (int64_t i = 0; i < n; ++i) {
+    const float sum = static_cast<float>(int64_t{acc[i]} + bias[i]);
+    y[i] = static_cast<uint8_t>(round_to_quantized(sum * mult[i], z, rlo, rhi));
+  }
+}
 
 class Int8MatMulKernel final : public Kernel {
  public:
-  Int8MatMulKernel(bool qlinear, Tensor b_s8, int b_max, LambdaKernel::Fn reference, dnnl::engine eng)
-      : qlinear_(qlinear), b_s8_(std::move(b_s8)), b_max_(b_max), reference_(std::move(reference)), eng_(std::move(eng)) {}
+  Int8MatMulKernel(Int8MatMulKind kind, Tensor b_s8, int b_max, LambdaKernel::Fn reference, dnnl::engine eng)
+      : qlinear_(kind != Int8MatMulKind::kInteger),
+        gemm_(kind == Int8MatMulKind::kQLinearGemm),
+        b_s8_(std::move(b_s8)),
+        b_max_(b_max),
+        reference_(std::move(reference)),
+        eng_(std::move(eng)) {}
   Status compute(KernelContext& ctx) const override;
   // Packed weights are then shared with the Env's other sessions (KernelInfo::shared).
   void share_with(std::shared_ptr<SharedConstants> shared) { shared_ = std::move(shared); }
   // Where oneDNN's int8 sums are not exact (no VNNI, int8_sums_exact): constant B as
   // float32, for an fp32 product whose sums are exact integers (below 2^24).
   void set_float_weights(Tensor b_f32) { b_f32_ = std::move(b_f32); }
+  // Builds at session creation the plan a run will use (the primitive, B packed), where B
+  // is constant and A's shape and type are fixed before any run: the first run is then as
+  // fast as the next. Call after the set_* methods.
+  void prepare(const KernelInfo& info) const;
 
  private:
   struct Plan {
@@ -66,7 +87,8 @@ class Int8MatMulKernel final : public Kernel {
   };
   std::shared_ptr<const Plan> plan_for(int64_t R, int64_t K, int64_t N, DataType at, bool f32) const;
 
-  bool qlinear_;
+  bool qlinear_;  // QLinearMatMul or QLinearGemm: requantised
+  bool gemm_;     // QLinearGemm: input 8, when given, is an int32 bias [N]
   Tensor b_s8_;    // constant B less its zero point, int8 [K, N] (undefined: none)
   Tensor b_f32_;   // the same as float32 where the fp32 path is used (undefined: not made)
   int b_max_ = 128;
@@ -119,6 +141,23 @@ std::shared_ptr<const Int8MatMulKernel::Plan> Int8MatMulKernel::plan_for(int64_t
   return p;
 }
 
+void Int8MatMulKernel::prepare(const KernelInfo& info) const {
+  std::optional<Shape> a = info.static_input_shape(0);
+  const DataType at = info.graph_input_type(0);
+  if (!b_s8_.defined() || !a || a->size() < 2 || (at != DataType::kUInt8 && at != DataType::kInt8)) return;
+  const int64_t K = a->back(), N = b_s8_.dim(1);
+  const int64_t R = shape_numel(*a) / std::max<int64_t>(K, 1);
+  if (K != b_s8_.dim(0) || R == 0) return;
+  const bool f32 = !int8_sums_exact(at == DataType::kUInt8, b_max_);
+  if (f32 && !b_f32_.defined()) return;
+  OmpThreadsScope threads(prepared_threads(info));
+  try {
+    plan_for(R, K, N, at, f32);
+  } catch (const std::exception&) {
+    // Out of memory packing B: the first run tries again and reports it.
+  }
+}
+
 Status Int8MatMulKernel::compute(KernelContext& ctx) const {
   // MatMulInteger: A, B, [a_zero_point], [b_zero_point].
   // QLinearMatMul: a, a_scale, a_zero_point, b, b_scale, b_zero_point, y_scale, y_zero_point.
@@ -156,6 +195,9 @@ Status Int8MatMulKernel::compute(KernelContext& ctx) const {
     yt = yz && yz->numel() ? yz->dtype() : DataType::kUInt8;
     if (!int8(yt) || (yz && yz->numel() > 1)) return reference_(ctx);
   }
+  const Tensor* bias = gemm_ && ctx.num_inputs() > 8 ? ctx.input(8) : nullptr;
+  if (bias && (bias->dtype() != DataType::kInt32 || bias->rank() != 1 || bias->dim(0) != N || !bias->on_host()))
+    return reference_(ctx);
   // Without exact int8 sums here (no VNNI): an fp32 product of the same integers; constant
   // B only.
   const bool f32 = !int8_sums_exact(A->dtype() == DataType::kUInt8, b_max);
@@ -217,8 +259,11 @@ Status Int8MatMulKernel::compute(KernelContext& ctx) const {
     const int32_t* acc = sums.data<int32_t>();
     uint8_t* out8 = static_cast<uint8_t*>(y.raw());
     parallel_for(ctx.threads(), R, std::max<int64_t>(1, 4096 / std::max<int64_t>(N, 1)), [&](int64_t r0, int64_t r1) {
-      for (int64_t r = r0; r < r1; ++r)
-        requantize_row(acc + r * N, mults.data() + (scales == 1 ? 0 : r % M) * N, out8 + r * N, N, zy, lo, hi);
+      for (int64_t r = r0; r < r1; ++r) {
+        const float* mult = mults.data() + (scales == 1 ? 0 : r % M) * N;
+        if (bias) requantize_row(acc + r * N, bias->data<int32_t>(), mult, out8 + r * N, N, zy, lo, hi);
+        else requantize_row(acc + r * N, mult, out8 + r * N, N, zy, lo, hi);
+      }
     });
   }
   return Status::ok();
@@ -297,7 +342,8 @@ void float_sums_to_int32(const float* in, int32_t* out, int64_t n, int threads) 
   });
 }
 
-Result<std::unique_ptr<Kernel>> make_int8_matmul(const KernelInfo& info, bool qlinear, LambdaKernel::Fn reference) {
+Result<std::unique_ptr<Kernel>> make_int8_matmul(const KernelInfo& info, Int8MatMulKind kind, LambdaKernel::Fn reference) {
+  const bool qlinear = kind != Int8MatMulKind::kInteger;
   const char* env = std::getenv("BULKHEAD_CPU_INT8");
   if (env && std::string(env) == "0") return make_kernel(std::move(reference));
   const ir::Node& n = info.node;
@@ -318,9 +364,10 @@ Result<std::unique_ptr<Kernel>> make_int8_matmul(const KernelInfo& info, bool ql
   try {
     dnnl::engine eng(dnnl::engine::kind::cpu, 0);
     Tensor b_f32 = float_weights(b_s8, b_max, info.shared.get());
-    auto k = std::make_unique<Int8MatMulKernel>(qlinear, std::move(b_s8), b_max, std::move(reference), std::move(eng));
+    auto k = std::make_unique<Int8MatMulKernel>(kind, std::move(b_s8), b_max, std::move(reference), std::move(eng));
     k->set_float_weights(std::move(b_f32));
     k->share_with(info.shared);
+    k->prepare(info);
     return std::unique_ptr<Kernel>(std::move(k));
   } catch (const dnnl::error& e) {
     return internal_error(info.where() + "cannot create a oneDNN CPU engine: " + e.what());

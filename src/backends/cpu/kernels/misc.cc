@@ -1802,7 +1802,7 @@ void register_misc_kernels(KernelTable& t) {
             BH_ASSIGN_OR_RETURN(LossAttrs a, loss_attrs(info));
             return make_kernel([a, softmax](KernelContext& ctx) { return loss_compute(ctx, a, softmax); });
           });
-  t.add("MatMulInteger", 10, [](const KernelInfo& info) { return make_int8_matmul(info, false, matmul_integer_compute); });
+  t.add("MatMulInteger", 10, [](const KernelInfo& info) { return make_int8_matmul(info, Int8MatMulKind::kInteger, matmul_integer_compute); });
   t.add("Binarizer", 1, [](const KernelInfo& info) -> Result<std::unique_ptr<Kernel>> {
     float threshold = info.node.attr_float("threshold", 0.0f);
     return make_kernel([threshold](KernelContext& ctx) { return binarizer_compute(ctx, threshold); });

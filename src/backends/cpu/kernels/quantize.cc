@@ -1,6 +1,6 @@
 // Quantisation kernels: QuantizeLinear, DequantizeLinear (per tensor, per axis and blocked;
 // 8/16-bit integers, int4/uint4, int2/uint2, the float8 types and float4e2m1) and
-// DynamicQuantizeLinear, QLinearMatMul.
+// DynamicQuantizeLinear, QLinearMatMul and QLinearGemm (internal, backend/qlinear_gemm.h).
 //
 // Arithmetic follows the ONNX reference: QuantizeLinear computes x / scale in float32,
 // rounds half to even, adds the zero point and saturates to the target's range (small float
@@ -19,6 +19,7 @@
 #include "backends/cpu/cpu_util.h"
 #include "backends/cpu/kernels/cast.h"
 #include "backends/cpu/kernels/quant_util.h"
+#include "backend/qlinear_gemm.h"
 #include "bulkhead/dtype.h"
 
 namespace bulkhead::cpu {
@@ -297,17 +298,22 @@ Status dynamic_quantize_compute(KernelContext& ctx) {
 // QLinearMatMul: y = saturate(round((a - a_zero_point) x (b - b_zero_point) * a_scale *
 // b_scale / y_scale) + y_zero_point), the products summed exactly; a's scale and zero point
 // per tensor or per row ([M]), b's per tensor or per column ([N]).
+//
+// QLinearGemm (domain "bulkhead", backend/qlinear_gemm.h) is the same with an optional
+// ninth input, an int32 bias [N] of scale a_scale * b_scale added to every row's sums
+// before the requantisation.
 
-Status qlinear_matmul_compute(KernelContext& ctx) {
-  const char* names[8] = {"a", "a_scale", "a_zero_point", "b", "b_scale", "b_zero_point", "y_scale", "y_zero_point"};
-  const Tensor* in[8];
-  for (int i = 0; i < 8; ++i) {
-    BH_ASSIGN_OR_RETURN(in[i], i == 7 ? optional_input(ctx, i, names[i]) : required_input(ctx, i, names[i]));
+Status qlinear_matmul_compute(KernelContext& ctx, bool gemm) {
+  const char* op = gemm ? "QLinearGemm" : "QLinearMatMul";
+  const char* names[9] = {"a", "a_scale", "a_zero_point", "b", "b_scale", "b_zero_point", "y_scale", "y_zero_point", "bias"};
+  const Tensor* in[9] = {};
+  for (int i = 0; i < (gemm ? 9 : 8); ++i) {
+    BH_ASSIGN_OR_RETURN(in[i], i >= 7 ? optional_input(ctx, i, names[i]) : required_input(ctx, i, names[i]));
   }
   const Tensor &A = *in[0], &B = *in[3];
   auto eight_bit = [](DataType t) { return t == DataType::kUInt8 || t == DataType::kInt8; };
   if (!eight_bit(A.dtype()) || !eight_bit(B.dtype()))
-    return unsupported(ctx.where() + "QLinearMatMul takes int8/uint8 a and b, got " + dtype_name(A.dtype()) + " and " + dtype_name(B.dtype()));
+    return unsupported(ctx.where() + op + " takes int8/uint8 a and b, got " + dtype_name(A.dtype()) + " and " + dtype_name(B.dtype()));
   for (int i : {1, 4, 6})
     if (!scale_type(in[i]->dtype()))
       return unsupported(ctx.where() + names[i] + " must be float32, float16 or bfloat16, got " + dtype_name(in[i]->dtype()));
@@ -339,6 +345,9 @@ Status qlinear_matmul_compute(KernelContext& ctx) {
     return invalid_argument(ctx.where() + "zero points must have the types of a and b");
   const DataType yt = in[7] ? in[7]->dtype() : DataType::kUInt8;
   if (!eight_bit(yt)) return unsupported(ctx.where() + "y_zero_point must be int8 or uint8, got " + dtype_name(yt));
+  const Tensor* bias = in[8];
+  if (bias && (bias->dtype() != DataType::kInt32 || bias->rank() != 1 || bias->dim(0) != N))
+    return invalid_argument(ctx.where() + "bias must be int32 [" + std::to_string(N) + "], got " + bias->describe());
   Shape out = batch;
   out.push_back(M);
   out.push_back(N);
@@ -374,6 +383,7 @@ Status qlinear_matmul_compute(KernelContext& ctx) {
         const int32_t zb = in[5] ? int_at(*in[5], bn) : 0;
         int64_t acc = 0;
         for (int64_t k = 0; k < K; ++k) acc += int64_t{int_at(A, ao + m * K + k) - za} * (int_at(B, bo + k * N + n) - zb);
+        if (bias) acc += bias->data<int32_t>()[n];
         const float mult = float_at(*in[1], am) * float_at(*in[4], bn) / ys;
         double v = std::nearbyint(static_cast<double>(static_cast<float>(acc) * mult)) + yz;
         if (std::isnan(v)) v = yz;  // a NaN or zero scale: the zero point
@@ -405,7 +415,17 @@ void register_quantize_kernels(KernelTable& t) {
                          " (float32, float16 or bfloat16)");
     return make_kernel([a](KernelContext& ctx) { return dequantize_compute(ctx, a); });
   });
-  t.add("QLinearMatMul", 10, [](const KernelInfo& info) { return make_int8_matmul(info, true, qlinear_matmul_compute); });
+  t.add("QLinearMatMul", 10, [](const KernelInfo& info) {
+    return make_int8_matmul(info, Int8MatMulKind::kQLinear,
+                            [](KernelContext& ctx) { return qlinear_matmul_compute(ctx, false); });
+  });
+  t.add(
+      kQLinearGemm, 1,
+      [](const KernelInfo& info) {
+        return make_int8_matmul(info, Int8MatMulKind::kQLinearGemm,
+                                [](KernelContext& ctx) { return qlinear_matmul_compute(ctx, true); });
+      },
+      kQLinearGemmDomain);
   t.add("DynamicQuantizeLinear", 11, [](const KernelInfo&) -> Result<std::unique_ptr<Kernel>> {
     return make_kernel(dynamic_quantize_compute);
   });
