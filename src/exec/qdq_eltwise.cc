@@ -33,27 +33,45 @@ class Fuser {
         if (!out.empty()) producer_[out] = i;
     }
     dead_.assign(g_.nodes.size(), false);
-    std::unordered_map<size_t, Node> replacement;  // at the QuantizeLinear's place
+    std::unordered_map<size_t, std::vector<Node>> replacement;  // at the QuantizeLinear's place, in order
     int fused = 0;
     for (size_t qi = 0; qi < g_.nodes.size(); ++qi) {
       if (dead_[qi]) continue;
-      std::optional<Node> f = try_fuse(qi);
+      std::vector<Node> before;  // nodes the fused one reads, made with it
+      std::optional<Node> f = try_fuse(qi, &before);
       if (!f) continue;
-      replacement.emplace(qi, std::move(*f));
+      before.push_back(std::move(*f));
+      replacement.emplace(qi, std::move(before));
       ++fused;
     }
     if (!fused) return 0;
     std::vector<Node> out;
     out.reserve(g_.nodes.size());
     for (size_t i = 0; i < g_.nodes.size(); ++i) {
-      if (auto r = replacement.find(i); r != replacement.end()) out.push_back(std::move(r->second));
-      else if (!dead_[i]) out.push_back(std::move(g_.nodes[i]));
+      if (auto r = replacement.find(i); r != replacement.end()) {
+        for (Node& n : r->second) out.push_back(std::move(n));
+      } else if (!dead_[i]) {
+        out.push_back(std::move(g_.nodes[i]));
+      }
     }
     g_.nodes = std::move(out);
     return fused;
   }
 
  private:
+  struct Program {
+    std::vector<std::string> inputs;        // the quantised tensors, register order
+    std::vector<float> scales;
+    std::vector<int64_t> zeros;
+    std::vector<int64_t> input_regs;        // the register each input is dequantised into
+    std::vector<int64_t> code;
+    std::vector<float> consts;
+    std::vector<size_t> nodes;              // float nodes fused (not the DQs)
+    std::vector<size_t> dqs;                // DequantizeLinear nodes read
+    std::unordered_map<std::string, int> reg;  // value -> register
+    int next = 0;
+  };
+
   const Tensor* constant(const std::string& v) const { return constants_.get(v); }
   std::optional<float> scalar_f32(const std::string& v) const {
     const Tensor* t = constant(v);
@@ -108,7 +126,8 @@ class Fuser {
   }
 
   // The group ending in QuantizeLinear node `qi`, compiled; nothing when it does not fit.
-  std::optional<Node> try_fuse(size_t qi) {
+  // Nodes the result reads that are made for it go to `*before`.
+  std::optional<Node> try_fuse(size_t qi, std::vector<Node>* before) {
     const Node& q = g_.nodes[qi];
     if (q.op_type != "QuantizeLinear" || !q.domain.empty() || q.inputs.size() < 2 || q.outputs.size() != 1 ||
         q.outputs[0].empty() || q.has_attr("precision") || q.has_attr("block_size"))
@@ -124,7 +143,7 @@ class Fuser {
     } else if (q.has_attr("output_dtype") && q.attr_int("output_dtype", 0) != (yt == DataType::kUInt8 ? 2 : 3)) {
       return std::nullopt;
     }
-    if (std::optional<Node> m = try_max_pool(q, *ys, zy, yt)) return m;
+    if (std::optional<Node> m = try_on_quantized(q, *ys, zy, yt, before)) return m;
     Program p;
     std::optional<int> result = compile(q.inputs[0], p, 0);
     if (!result) return std::nullopt;
@@ -138,13 +157,24 @@ class Fuser {
         for (size_t c : consumers_[out])
           if (!members.count(c)) return std::nullopt;
       }
+    Node f = eltwise_node(q.name, p, *ys, zy, yt, *result, q.outputs[0]);
+    for (size_t ni : p.nodes) dead_[ni] = true;
+    // A DequantizeLinear nothing else reads goes too.
+    for (size_t di : p.dqs) drop_if_unread(di, qi);
+    return f;
+  }
+
+  // The QLinearEltwise node running program `p` (its result in register `result`),
+  // writing `out` quantised with (ys, zy, yt).
+  static Node eltwise_node(const std::string& name, const Program& p, float ys, int64_t zy, DataType yt, int result,
+                           const std::string& out) {
     Node f;
-    f.name = q.name;
+    f.name = name;
     f.op_type = "QLinearEltwise";
     f.domain = "bulkhead";
     f.opset = 1;
     f.inputs = p.inputs;
-    f.outputs = {q.outputs[0]};
+    f.outputs = {out};
     auto ints = [](std::vector<int64_t> v) {
       ir::Attribute a;
       a.type = AttrType::kInts;
@@ -167,62 +197,103 @@ class Fuser {
     f.attrs["_x_scales"] = floats(p.scales);
     f.attrs["_x_zero_points"] = ints(p.zeros);
     f.attrs["_x_registers"] = ints(p.input_regs);
-    f.attrs["_y_scale"] = scalar(AttrType::kFloat, *ys, 0);
+    f.attrs["_y_scale"] = scalar(AttrType::kFloat, ys, 0);
     f.attrs["_y_zero_point"] = scalar(AttrType::kInt, 0, zy);
     f.attrs["_y_type"] = scalar(AttrType::kInt, 0, static_cast<int64_t>(yt));
     f.attrs["_code"] = ints(p.code);
     f.attrs["_consts"] = floats(p.consts);
-    f.attrs["_result"] = scalar(AttrType::kInt, 0, *result);
-    for (size_t ni : p.nodes) dead_[ni] = true;
-    // A DequantizeLinear nothing else reads goes too.
-    for (size_t di : p.dqs) drop_if_unread(di, qi);
+    f.attrs["_result"] = scalar(AttrType::kInt, 0, result);
     return f;
   }
 
-  // DequantizeLinear → MaxPool → QuantizeLinear with one scale, zero point and type on
-  // both sides (a QDQ model's pooling after its stem): dequantising is increasing, so the
-  // maximum of dequantised values is the dequantised maximum, and quantising that again
-  // with the same parameters gives the quantised value back exactly ((v - z)·s / s is
-  // within a few ulps of v - z). The MaxPool then runs on the quantised tensor itself:
-  // one pass over a quarter of the bytes instead of three passes in float32.
-  std::optional<Node> try_max_pool(const Node& q, float ys, int64_t zy, DataType yt) {
+  // DequantizeLinear → op → QuantizeLinear, where every value the op writes is one of the
+  // values it reads (a copy, a rearrangement, the nearest pixel of a Resize) or their
+  // maximum (MaxPool), with one scale, zero point and type on both sides (a QDQ model's
+  // pooling after its stem, the Reshape / Transpose / Resize / Concat between its int8
+  // layers): dequantising is increasing, so the op of dequantised values is the
+  // dequantised op, and quantising that again with the same parameters gives the quantised
+  // value back exactly ((v - z)·s / s is within a few ulps of v - z). The op then runs on
+  // the quantised tensor itself: one pass over a quarter of the bytes instead of three
+  // passes in float32.
+  //
+  // A Concat whose inputs are quantised with other parameters than its output reads each
+  // such input requantised to the output's (a QLinearEltwise of one input and no op, added
+  // to `*before`): the same values DequantizeLinear → QuantizeLinear gives.
+  std::optional<Node> try_on_quantized(const Node& q, float ys, int64_t zy, DataType yt, std::vector<Node>* before) {
     if (!(ys > 0) || !std::isfinite(ys)) return std::nullopt;
     auto mp = producer_.find(q.inputs[0]);
     if (mp == producer_.end()) return std::nullopt;
     const size_t mi = mp->second;
     const Node& m = g_.nodes[mi];
-    if (m.op_type != "MaxPool" || !m.domain.empty() || dead_[mi] || m.inputs.size() != 1 || m.inputs[0].empty() ||
-        m.outputs.empty())
+    if (!m.domain.empty() || dead_[mi] || m.inputs.empty() || m.inputs[0].empty() || m.outputs.empty()) return std::nullopt;
+    // Ops that only move values read their data from input 0; Concat from every input.
+    static const std::unordered_set<std::string> movers = {
+        "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose", "Identity", "Slice",
+        "Gather",  "Expand",  "Tile",    "DepthToSpace", "SpaceToDepth"};
+    const bool concat = m.op_type == "Concat";
+    if (m.op_type == "MaxPool") {
+      if (m.inputs.size() != 1) return std::nullopt;
+    } else if (m.op_type == "Resize") {
+      if (m.attr_string("mode", "nearest") != "nearest") return std::nullopt;
+    } else if (!concat && !movers.count(m.op_type)) {
       return std::nullopt;
+    }
     for (size_t k = 1; k < m.outputs.size(); ++k)
-      if (!m.outputs[k].empty()) return std::nullopt;  // Indices: positions, not values
+      if (!m.outputs[k].empty()) return std::nullopt;  // MaxPool's Indices: positions, not values
     if (pinned_.count(m.outputs[0]) || consumers_[m.outputs[0]].size() != 1) return std::nullopt;
-    auto dp = producer_.find(m.inputs[0]);
-    if (dp == producer_.end()) return std::nullopt;
-    const size_t di = dp->second;
-    const std::optional<Dq> dq = dead_[di] ? std::nullopt : per_tensor_dq(g_.nodes[di]);
-    if (!dq || dq->scale != ys || dq->zero != zy || dq->type != yt) return std::nullopt;
+    const size_t data_inputs = concat ? m.inputs.size() : 1;
+    std::vector<size_t> dqs;
+    std::vector<std::optional<Dq>> params;
+    for (size_t k = 0; k < data_inputs; ++k) {
+      auto dp = m.inputs[k].empty() ? producer_.end() : producer_.find(m.inputs[k]);
+      if (dp == producer_.end() || dead_[dp->second]) return std::nullopt;
+      std::optional<Dq> dq = per_tensor_dq(g_.nodes[dp->second]);
+      if (!dq) return std::nullopt;
+      const bool same = dq->scale == ys && dq->zero == zy && dq->type == yt;
+      if (!same && !concat) return std::nullopt;
+      dqs.push_back(dp->second);
+      params.push_back(dq);
+    }
+    // The other inputs (shapes, indices, scales) are read as they are: none may be one of
+    // the dequantised values.
+    for (size_t k = data_inputs; k < m.inputs.size(); ++k)
+      for (size_t di : dqs)
+        if (m.inputs[k] == g_.nodes[di].outputs[0]) return std::nullopt;
     Node f = m;
     f.name = q.name;
-    f.inputs = {g_.nodes[di].inputs[0]};
     f.outputs = {q.outputs[0]};
+    for (size_t k = 0; k < data_inputs; ++k) {
+      const Node& d = g_.nodes[dqs[k]];
+      f.inputs[k] = d.inputs[0];
+      if (params[k]->scale == ys && params[k]->zero == zy && params[k]->type == yt) continue;
+      // Requantised to the output's parameters first.
+      Program p;
+      p.inputs = {d.inputs[0]};
+      p.scales = {params[k]->scale};
+      p.zeros = {params[k]->zero};
+      p.input_regs = {0};
+      const std::string v = fresh(d.inputs[0] + "_requantized");
+      before->push_back(eltwise_node(q.name + "/requantize" + std::to_string(k), p, ys, zy, yt, 0, v));
+      if (const ir::ValueInfo* vi = g_.info(d.inputs[0])) {
+        ir::ValueInfo nv = *vi;
+        nv.name = v;
+        nv.dtype = yt;
+        g_.value_info[v] = nv;
+      }
+      f.inputs[k] = v;
+    }
     dead_[mi] = true;
-    drop_if_unread(di, mi);
+    for (size_t di : dqs) drop_if_unread(di, mi);
     return f;
   }
 
-  struct Program {
-    std::vector<std::string> inputs;        // the quantised tensors, register order
-    std::vector<float> scales;
-    std::vector<int64_t> zeros;
-    std::vector<int64_t> input_regs;        // the register each input is dequantised into
-    std::vector<int64_t> code;
-    std::vector<float> consts;
-    std::vector<size_t> nodes;              // float nodes fused (not the DQs)
-    std::vector<size_t> dqs;                // DequantizeLinear nodes read
-    std::unordered_map<std::string, int> reg;  // value -> register
-    int next = 0;
-  };
+  // A value name not used in the graph, from `base`.
+  std::string fresh(const std::string& base) {
+    for (int i = 0;; ++i) {
+      std::string n = base + "__bh_q" + std::to_string(i);
+      if (!producer_.count(n) && !consumers_.count(n) && !g_.initializers.count(n) && !g_.info(n)) return n;
+    }
+  }
 
   int add_const(Program& p, float v) {
     p.consts.push_back(v);

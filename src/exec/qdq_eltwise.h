@@ -11,9 +11,13 @@
 // Each op computes exactly what its own kernel computes (the same float32 formulas in the
 // same order), so the outputs are those of the unfused graph bit for bit.
 //
-// A DequantizeLinear → MaxPool → QuantizeLinear with the same scale, zero point and type
-// on both sides becomes the MaxPool alone, on the quantised tensor (the same values: see
-// try_max_pool).
+// A DequantizeLinear → op → QuantizeLinear with the same scale, zero point and type on
+// both sides, where the op only moves or selects values — MaxPool, Reshape, Flatten,
+// Squeeze, Unsqueeze, Transpose, Identity, Slice, Gather, Expand, Tile, DepthToSpace,
+// SpaceToDepth, Resize in nearest mode, Concat — becomes the op alone, on the quantised
+// tensor (the same values: see try_on_quantized). A Concat whose inputs are quantised
+// otherwise reads each of them requantised by a QLinearEltwise of no op (the values
+// DequantizeLinear → QuantizeLinear gives).
 //
 // The node it makes: backend/qlinear_eltwise.h.
 #pragma once

@@ -805,5 +805,36 @@ TEST(QdqFusion, GemmsTheInt8KernelCannotTakeStayAsWritten) {
   EXPECT_GT(s->placement()[0].second, 1);
 }
 
+
+// QLinearGemm is the optimiser's, but a model may name it: what it is given is checked as
+// for any operator, one line naming the problem.
+TEST(QdqFusion, AModelCallingQLinearGemmGetsItsInputsChecked) {
+  Env env;
+  const std::string head = R"(<ir_version: 8, opset_import: ["" : 13, "bulkhead" : 1]>
+g (uint8[2,4] a) => (uint8[2,3] y) <float as = {0.1}, uint8 az = {3}, int8[4,3] b = {1,2,3,4,5,6,7,8,9,10,11,12},
+  float bs = {0.01}, int8 bz = {0}, float ys = {0.2}, uint8 yz = {7}, )";
+  NamedTensors in{{"a", int8conv::random_ints(DataType::kUInt8, {2, 4}, 85)}};
+  struct Case {
+    const char* bias;
+    const char* error;
+  };
+  for (const Case& c : {Case{"float[3] c = {1,2,3}", "bias must be int32 [3], got float32[3]"},
+                        Case{"int32[4] c = {1,2,3,4}", "bias must be int32 [3], got int32[4]"}}) {
+    SCOPED_TRACE(c.bias);
+    for (const char* fast : {"1", "0"}) {
+      setenv("BULKHEAD_CPU_INT8", fast, 1);
+      auto s = env.load_bytes(model_text_bytes(head + c.bias + R"(> {
+  y = bulkhead.QLinearGemm(a, as, az, b, bs, bz, ys, yz, c) })"),
+                              "m");
+      unsetenv("BULKHEAD_CPU_INT8");
+      ASSERT_TRUE(s.is_ok()) << s.status().to_string();
+      auto r = s->run(in);
+      ASSERT_FALSE(r.is_ok());
+      EXPECT_NE(r.status().message().find(c.error), std::string::npos) << r.status().to_string();
+      EXPECT_EQ(r.status().message().find('\n'), std::string::npos);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace bulkhead::test

@@ -166,6 +166,77 @@ TEST(QdqEltwise, MaxPoolWithOtherQuantisationOrItsIndicesStaysInFloat) {
   }
 }
 
+TEST(QdqEltwise, OpsThatMoveValuesRunOnTheQuantisedTensor) {
+  // Between equal quantisations, Reshape, Transpose, a nearest Resize, a Slice and a
+  // Concat run on the quantised tensors: no DequantizeLinear or QuantizeLinear is left,
+  // and the bits are level 1's.
+  const std::string text = std::string(kHeader) + R"(g (uint8[1,4,6,6] xq, uint8[1,2,12,12] wq) => (uint8[1,6,12,12] yq, uint8[1,36,4] tq)
+<float s = {0.05}, uint8 z = {100}, float[4] scales = {1, 1, 2, 2}, int64[3] shape = {1, 4, 36},
+ int64[1] st = {1}, int64[1] en = {5}, int64[1] ax = {1}> {
+  x = DequantizeLinear(xq, s, z)
+  r = Resize <mode = "nearest"> (x, , scales)
+  rq = QuantizeLinear(r, s, z)
+  rd = DequantizeLinear(rq, s, z)
+  w = DequantizeLinear(wq, s, z)
+  c = Concat <axis = 1> (rd, w)
+  yq = QuantizeLinear(c, s, z)
+  x2 = DequantizeLinear(xq, s, z)
+  f = Reshape(x2, shape)
+  fq = QuantizeLinear(f, s, z)
+  fd = DequantizeLinear(fq, s, z)
+  t = Transpose <perm = [0, 2, 1]> (fd)
+  tq = QuantizeLinear(t, s, z)
+})";
+  auto ops = expect_fused_same(text, {{"xq", u8({1, 4, 6, 6}, 31)}, {"wq", u8({1, 2, 12, 12}, 32)}});
+  EXPECT_EQ(ops["Resize"], 1);
+  EXPECT_EQ(ops["Concat"], 1);
+  EXPECT_EQ(ops["Reshape"], 1);
+  EXPECT_EQ(ops["Transpose"], 1);
+  EXPECT_EQ(ops["DequantizeLinear"] + ops["QuantizeLinear"], 0);
+}
+
+TEST(QdqEltwise, ConcatOfOtherQuantisationsRequantisesItsInputs) {
+  // Inputs quantised with another scale, zero point or type than the Concat's output: each
+  // is requantised (one QLinearEltwise each) and the Concat runs on the quantised tensors,
+  // the bits of DequantizeLinear → Concat → QuantizeLinear.
+  const std::string text = std::string(kHeader) + R"(g (uint8[2,3,5] aq, uint8[2,4,5] bq, int8[2,2,5] cq) => (uint8[2,9,5] yq)
+<float s = {0.05}, uint8 z = {100}, float sb = {0.031}, uint8 zb = {90}, float sc = {0.2}, int8 zc = {-3}> {
+  a = DequantizeLinear(aq, s, z)
+  b = DequantizeLinear(bq, sb, zb)
+  c = DequantizeLinear(cq, sc, zc)
+  k = Concat <axis = 1> (a, b, c)
+  yq = QuantizeLinear(k, s, z)
+})";
+  Tensor c = Tensor::host(DataType::kInt8, {2, 2, 5});
+  std::mt19937 rng(35);
+  for (int64_t i = 0; i < c.numel(); ++i) c.data<int8_t>()[i] = static_cast<int8_t>(rng() & 255);
+  auto ops = expect_fused_same(text, {{"aq", u8({2, 3, 5}, 33)}, {"bq", u8({2, 4, 5}, 34)}, {"cq", c}});
+  EXPECT_EQ(ops["Concat"], 1);
+  EXPECT_EQ(ops["QLinearEltwise"], 2);
+  EXPECT_EQ(ops["DequantizeLinear"] + ops["QuantizeLinear"], 0);
+}
+
+TEST(QdqEltwise, ValueMixingOpsAndOtherQuantisationsStayInFloat) {
+  // A linear Resize mixes values; a Transpose to another scale needs arithmetic: both
+  // keep their DequantizeLinear and QuantizeLinear.
+  const char* cases[] = {
+      R"(g (uint8[1,2,4,4] xq) => (uint8[1,2,8,8] yq) <float s = {0.05}, uint8 z = {100}, float[4] scales = {1, 1, 2, 2}> {
+  x = DequantizeLinear(xq, s, z)
+  r = Resize <mode = "linear"> (x, , scales)
+  yq = QuantizeLinear(r, s, z)
+})",
+      R"(g (uint8[1,2,4,4] xq) => (uint8[1,4,4,2] yq) <float s = {0.05}, uint8 z = {100}, float s2 = {0.07}> {
+  x = DequantizeLinear(xq, s, z)
+  t = Transpose <perm = [0, 2, 3, 1]> (x)
+  yq = QuantizeLinear(t, s2, z)
+})"};
+  for (const char* c : cases) {
+    auto ops = expect_fused_same(std::string(kHeader) + c, {{"xq", u8({1, 2, 4, 4}, 36)}});
+    EXPECT_EQ(ops["DequantizeLinear"], 1) << c;
+    EXPECT_EQ(ops["QuantizeLinear"], 1) << c;
+  }
+}
+
 TEST(QdqEltwise, WhatMustStayUnfusedStays) {
   // An intermediate that is also a graph output, and an op the pass does not know (Exp):
   // neither group is fused, and the outputs are still those of level 1.
