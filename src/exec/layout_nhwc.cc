@@ -4,6 +4,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "backend/qlinear_conv_transpose.h"
 #include "exec/graph_constants.h"
 #include "exec/layout.h"
 #include "exec/outer_refs.h"
@@ -233,9 +234,12 @@ class NhwcPlanner {
         if (in.empty()) return Kind::kNone;
       return n.inputs.size() == 1 ? Kind::kUnary : n.inputs.size() == 2 ? Kind::kBinary : Kind::kNone;
     }
-    if (!n.domain.empty() || !only_first_output(n) || n.inputs.empty() || n.inputs[0].empty()) return Kind::kNone;
+    const bool deconv = n.domain == kQLinearConvTransposeDomain && n.op_type == kQLinearConvTranspose;
+    if ((!n.domain.empty() && !deconv) || !only_first_output(n) || n.inputs.empty() || n.inputs[0].empty())
+      return Kind::kNone;
     const std::string& op = n.op_type;
-    if (op == "QLinearConv") {
+    // QLinearConvTranspose reads and writes either layout as QLinearConv does.
+    if (op == "QLinearConv" || deconv) {
       const auto* x = shape4(n.inputs[0]);
       if (!x || n.inputs.size() < 8) return Kind::kNone;
       const DataType xt = g_.info(n.inputs[0])->dtype;

@@ -1,5 +1,7 @@
 #include "exec/optimize.h"
 
+#include "backend/conv_attrs.h"
+#include "backend/qlinear_conv_transpose.h"
 #include "backend/qlinear_gemm.h"
 
 #include "exec/fused_ops.h"
@@ -563,6 +565,8 @@ class Optimizer {
   // per tensor or per output channel (axis 0), b int32 with scale x_scale·w_scale (as
   // quantisers write it) and zero point 0. A Relu between Conv and QuantizeLinear goes
   // only where it changes nothing (y's zero point is the smallest value of its type).
+  // In CPU sessions a ConvTranspose whose kernel equals its stride fuses likewise (w per
+  // output channel on its axis 1), into the internal QLinearConvTranspose.
 
   // The live node writing `v`.
   std::optional<size_t> producer(const std::string& v) const {
@@ -659,8 +663,11 @@ class Optimizer {
 
   bool fuse_qdq_conv(size_t ci) {
     const Node& conv = g_.nodes[ci];
-    if (conv.op_type != "Conv" || !conv.domain.empty() || conv.outputs.size() != 1 || conv.outputs[0].empty() ||
-        conv.inputs.size() < 2 || conv.inputs.size() > 3 || conv.has_attr("_post_ops"))
+    // A ConvTranspose whose kernel equals its stride becomes the CPU's internal
+    // QLinearConvTranspose (backend/qlinear_conv_transpose.h).
+    const bool transpose = conv.op_type == "ConvTranspose" && cpu_ops_;
+    if ((conv.op_type != "Conv" && !transpose) || !conv.domain.empty() || conv.outputs.size() != 1 ||
+        conv.outputs[0].empty() || conv.inputs.size() < 2 || conv.inputs.size() > 3 || conv.has_attr("_post_ops"))
       return false;
     auto dx = producer(conv.inputs[0]);
     auto dw = producer(conv.inputs[1]);
@@ -673,10 +680,15 @@ class Optimizer {
     if (!wq || !wq->on_host() || (wq->dtype() != DataType::kUInt8 && wq->dtype() != DataType::kInt8) || wq->rank() < 3 ||
         wq->dim(0) < 1)
       return false;
-    const int64_t M = wq->dim(0);
+    // Output channels: a Conv's weight axis 0, a ConvTranspose's axis 1 ([C, M, kh, kw]).
+    if (transpose && wq->rank() != 4) return false;
+    const int w_axis = transpose ? 1 : 0;
+    const int64_t M = wq->dim(w_axis);
     const int rank = wq->rank();
+    if (transpose && !transpose_is_pixel_product(parse_conv_attrs(conv), {wq->dim(0), M, wq->dim(2), wq->dim(3)}))
+      return false;
     DataType xzt = DataType::kUndefined, wzt = DataType::kUndefined, yzt = DataType::kUndefined;
-    if (!qdq_params(DX, 1, 1, rank, &xzt) || !qdq_params(DW, M, 0, rank, &wzt)) return false;
+    if (!qdq_params(DX, 1, 1, rank, &xzt) || !qdq_params(DW, M, w_axis, rank, &wzt)) return false;
     const DataType xt = type_of(DX.inputs[0]);
     if (xt != DataType::kUInt8 && xt != DataType::kInt8) return false;
     if ((xzt != DataType::kUndefined && xzt != xt) || (wzt != DataType::kUndefined && wzt != wq->dtype())) return false;
@@ -708,9 +720,9 @@ class Optimizer {
       return false;
     Node fused;
     fused.name = conv.name;
-    fused.op_type = "QLinearConv";
-    fused.domain = "";
-    fused.opset = conv.opset;
+    fused.op_type = transpose ? kQLinearConvTranspose : "QLinearConv";
+    fused.domain = transpose ? kQLinearConvTransposeDomain : "";
+    fused.opset = transpose ? 1 : conv.opset;
     fused.attrs = conv.attrs;
     fused.inputs = {DX.inputs[0],
                     DX.inputs[1],

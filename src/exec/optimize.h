@@ -14,7 +14,9 @@
 //     x_scale*w_scale) → Conv [→ Relu that clips nothing] → QuantizeLinear, with constant
 //     scales and zero points — become one QLinearConv on the int8 data (within one
 //     quantisation step of the float path); DequantizeLinear of a and a constant 2-D b →
-//     MatMul → QuantizeLinear likewise becomes one QLinearMatMul, and (when `cpu_ops`) a
+//     MatMul → QuantizeLinear likewise becomes one QLinearMatMul; when `cpu_ops`, a
+//     ConvTranspose whose kernel equals its stride becomes the CPU's internal
+//     QLinearConvTranspose (backend/qlinear_conv_transpose.h), and a
 //     Gemm with transA 0, alpha 1 and beta 1 — its int32 bias of scale a_scale*b_scale
 //     included, a transposed b stored [K, N] — becomes the CPU's internal QLinearGemm
 //     (backend/qlinear_gemm.h);

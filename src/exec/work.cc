@@ -1,5 +1,6 @@
 #include "exec/work.h"
 
+#include "backend/qlinear_conv_transpose.h"
 #include "backend/qlinear_gemm.h"
 
 #include <algorithm>
@@ -51,8 +52,10 @@ double node_macs(const ir::Graph& g, const ir::Node& n) {
       return kUnknown;
     return product(y) * product(w, 1);  // each output: C/G x kernel multiply-adds
   }
-  if (op == "ConvTranspose") {
-    if (n.inputs.size() < 2 || !dims_of(g, n.inputs[1], &w) || !dims_of(g, n.inputs[0], &a) || w.size() < 3) return kUnknown;
+  if (op == "ConvTranspose" || op == kQLinearConvTranspose) {
+    const size_t wi = op == "ConvTranspose" ? 1 : 3;
+    if (n.inputs.size() <= wi || !dims_of(g, n.inputs[wi], &w) || !dims_of(g, n.inputs[0], &a) || w.size() < 3)
+      return kUnknown;
     return product(a) * product(w, 1);  // each input: M/G x kernel multiply-adds
   }
   if (op == "MatMul" || op == "MatMulInteger" || op == "QLinearMatMul" || op == "Gemm" || op == kQLinearGemm) {
@@ -72,10 +75,10 @@ double largest_node_macs(const ir::Graph& g) {
   double most = 0;
   for (const auto& n : g.nodes) {
     if (!n.domain.empty()) {
-      // The optimiser's own nodes: QLinearGemm is a matrix product, QLinearEltwise does no
-      // multiply-adds; any other domain's work is not known here.
+      // The optimiser's own nodes: QLinearGemm and QLinearConvTranspose are products,
+      // QLinearEltwise does no multiply-adds; any other domain's work is not known here.
       if (n.domain != "bulkhead") return kUnknown;
-      if (n.op_type == kQLinearGemm) most = std::max(most, node_macs(g, n));
+      if (n.op_type == kQLinearGemm || n.op_type == kQLinearConvTranspose) most = std::max(most, node_macs(g, n));
       if (most == kUnknown) break;
       continue;
     }

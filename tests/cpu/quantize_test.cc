@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <random>
 #include <string>
 #include <vector>
@@ -833,6 +834,137 @@ g (uint8[2,4] a) => (uint8[2,3] y) <float as = {0.1}, uint8 az = {3}, int8[4,3] 
       EXPECT_NE(r.status().message().find(c.error), std::string::npos) << r.status().to_string();
       EXPECT_EQ(r.status().message().find('\n'), std::string::npos);
     }
+  }
+}
+
+
+// A QDQ upsampling ConvTranspose (kernel = stride = 2, per-channel weights on axis 1, an
+// int32 bias, a Relu that clips nothing) between two QDQ convolutions, as det's head has
+// them: the three run as int8 kernels (the ConvTranspose channels-last between the
+// convolutions), within one step of the float path; oneDNN and the reference loops agree
+// byte for byte. `deconv_attrs` replaces the ConvTranspose's attributes.
+std::string qdq_deconv_model(const std::string& deconv_attrs = "<strides = [2, 2]>",
+                             const std::string& out_shape = "[1,3,12,16]") {
+  const std::string w0 = int8conv::ints_text(8 * 5 * 9, 91, -127, 127), wd = int8conv::ints_text(8 * 6 * 4, 92, -127, 127),
+                    w2 = int8conv::ints_text(3 * 6 * 1, 93, -127, 127);
+  return R"(<ir_version: 8, opset_import: ["" : 13]>
+g (uint8[1,5,6,8] xq) => (uint8)" + out_shape + R"( yq) <
+  float xs = {0.03}, uint8 xz = {120}, int8[8,5,3,3] w0 = {)" + w0 + R"(}, float w0s = {0.004},
+  float h0s = {0.05}, uint8 h0z = {0},
+  int8[8,6,2,2] wd = {)" + wd + R"(}, float[6] wds = {0.004,0.005,0.006,0.003,0.007,0.0045}, int8[6] wdz = {0,0,0,0,0,0},
+  int32[6] bd = {100,-200,300,-50,0,25}, float[6] bds = {0.0002,0.00025,0.0003,0.00015,0.00035,0.000225},
+  float h1s = {0.04}, uint8 h1z = {0},
+  int8[3,6,1,1] w2 = {)" + w2 + R"(}, float w2s = {0.006}, float ys = {0.02}, uint8 yz = {128}> {
+  x = DequantizeLinear(xq, xs, xz)
+  w0f = DequantizeLinear(w0, w0s)
+  c0 = Conv <pads = [1,1,1,1]> (x, w0f)
+  h0q = QuantizeLinear(c0, h0s, h0z)
+  h0 = DequantizeLinear(h0q, h0s, h0z)
+  wdf = DequantizeLinear <axis = 1> (wd, wds, wdz)
+  bdf = DequantizeLinear <axis = 0> (bd, bds)
+  d = ConvTranspose )" + deconv_attrs + R"( (h0, wdf, bdf)
+  r = Relu(d)
+  h1q = QuantizeLinear(r, h1s, h1z)
+  h1 = DequantizeLinear(h1q, h1s, h1z)
+  w2f = DequantizeLinear(w2, w2s)
+  c2 = Conv (h1, w2f)
+  yq = QuantizeLinear(c2, ys, yz)
+})";
+}
+
+TEST(QdqFusion, UpsamplingConvTransposeRunsAsInt8WithinOneStep) {
+  const std::string text = qdq_deconv_model();
+  Env env;
+  SessionOptions plain;
+  plain.optimization_level = 0;
+  auto ref = env.load_bytes(model_text_bytes(text), "qdq", plain);
+  auto fused = env.load_bytes(model_text_bytes(text), "qdq");
+  setenv("BULKHEAD_CPU_INT8", "0", 1);
+  auto loops = env.load_bytes(model_text_bytes(text), "qdq");
+  unsetenv("BULKHEAD_CPU_INT8");
+  ASSERT_TRUE(ref.is_ok()) << ref.status().to_string();
+  ASSERT_TRUE(fused.is_ok()) << fused.status().to_string();
+  ASSERT_TRUE(loops.is_ok()) << loops.status().to_string();
+  NamedTensors in{{"xq", int8conv::random_ints(DataType::kUInt8, {1, 5, 6, 8}, 94)}};
+  std::vector<NodeProfile> prof;
+  RunOptions ro;
+  ro.profile = &prof;
+  auto x = ref->run(in);
+  auto y = fused->run(in, ro);
+  auto z = loops->run(in);
+  ASSERT_TRUE(x.is_ok()) << x.status().to_string();
+  ASSERT_TRUE(y.is_ok()) << y.status().to_string();
+  ASSERT_TRUE(z.is_ok()) << z.status().to_string();
+  std::map<std::string, int> ops;
+  for (const auto& p : prof) ++ops[p.op_type];
+  EXPECT_EQ(ops["QLinearConvTranspose"], 1);
+  EXPECT_EQ(ops["QLinearConv"], 2);
+  EXPECT_EQ(ops["ConvTranspose"] + ops["DequantizeLinear"] + ops["QuantizeLinear"], 0);
+  const int64_t differ = compare_ints((*x)[0].second, (*y)[0].second, 1);
+  EXPECT_LE(differ * 10, (*x)[0].second.numel()) << differ << " differ by one step";
+  EXPECT_EQ(compare_ints((*y)[0].second, (*z)[0].second, 0), 0);
+}
+
+TEST(QdqFusion, UpsamplingConvTransposeOnPlainTensors) {
+  // x a graph input and y a graph output (both NCHW), int8 x, per-tensor weights with a
+  // zero point, 3x2 blocks, no bias: one QLinearConvTranspose, as above.
+  const std::string text = R"(<ir_version: 8, opset_import: ["" : 13]>
+g (int8[2,7,5,4] xq) => (uint8[2,3,15,8] yq) <float xs = {0.02}, int8 xz = {-5},
+  uint8[7,3,3,2] w = {)" + int8conv::ints_text(7 * 3 * 3 * 2, 97, 60, 200) +
+                           R"(}, float ws = {0.003}, uint8 wz = {128}, float ys = {0.03}, uint8 yz = {100}> {
+  x = DequantizeLinear(xq, xs, xz)
+  wf = DequantizeLinear(w, ws, wz)
+  d = ConvTranspose <strides = [3, 2], kernel_shape = [3, 2]> (x, wf)
+  yq = QuantizeLinear(d, ys, yz)
+})";
+  Env env;
+  SessionOptions plain;
+  plain.optimization_level = 0;
+  auto ref = env.load_bytes(model_text_bytes(text), "qdq", plain);
+  auto fused = env.load_bytes(model_text_bytes(text), "qdq");
+  setenv("BULKHEAD_CPU_INT8", "0", 1);
+  auto loops = env.load_bytes(model_text_bytes(text), "qdq");
+  unsetenv("BULKHEAD_CPU_INT8");
+  ASSERT_TRUE(ref.is_ok() && fused.is_ok() && loops.is_ok()) << fused.status().to_string();
+  EXPECT_EQ(fused->placement()[0].second, 1);
+  NamedTensors in{{"xq", int8conv::random_ints(DataType::kInt8, {2, 7, 5, 4}, 98)}};
+  auto x = ref->run(in);
+  auto y = fused->run(in);
+  auto z = loops->run(in);
+  ASSERT_TRUE(x.is_ok() && y.is_ok() && z.is_ok()) << y.status().to_string();
+  const int64_t differ = compare_ints((*x)[0].second, (*y)[0].second, 1);
+  EXPECT_LE(differ * 10, (*x)[0].second.numel()) << differ << " differ by one step";
+  EXPECT_EQ(compare_ints((*y)[0].second, (*z)[0].second, 0), 0);
+}
+
+TEST(QdqFusion, OtherConvTransposesStayAsWrittenAndTheInternalNodeIsChecked) {
+  Env env;
+  NamedTensors in{{"xq", int8conv::random_ints(DataType::kUInt8, {1, 5, 6, 8}, 95)}};
+  // Stride 1 with pads: not an upsampling of whole blocks, the ConvTranspose stays.
+  auto s = env.load_bytes(model_text_bytes(qdq_deconv_model("<pads = [0,0,1,1]>", "[1,3,6,8]")), "qdq");
+  ASSERT_TRUE(s.is_ok()) << s.status().to_string();
+  std::vector<NodeProfile> prof;
+  RunOptions ro;
+  ro.profile = &prof;
+  auto r = s->run(in, ro);
+  ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+  int deconvs = 0;
+  for (const auto& p : prof) deconvs += p.op_type == "ConvTranspose";
+  EXPECT_EQ(deconvs, 1);
+  // A model naming QLinearConvTranspose with another geometry gets one line, on both paths.
+  const std::string direct = R"(<ir_version: 8, opset_import: ["" : 13, "bulkhead" : 1]>
+g (uint8[1,2,3,3] x) => (uint8[1,2,6,6] y) <float xs = {0.1}, uint8 xz = {3}, int8[2,2,2,2] w = {1,2,3,4,5,6,7,8,1,2,3,4,5,6,7,8},
+  float ws = {0.01}, int8 wz = {0}, float ys = {0.2}, uint8 yz = {7}> {
+  y = bulkhead.QLinearConvTranspose <strides = [1, 1]> (x, xs, xz, w, ws, wz, ys, yz) })";
+  for (const char* fast : {"1", "0"}) {
+    setenv("BULKHEAD_CPU_INT8", fast, 1);
+    auto d = env.load_bytes(model_text_bytes(direct), "m");
+    unsetenv("BULKHEAD_CPU_INT8");
+    ASSERT_TRUE(d.is_ok()) << d.status().to_string();
+    auto rr = d->run({{"x", int8conv::random_ints(DataType::kUInt8, {1, 2, 3, 3}, 96)}});
+    ASSERT_FALSE(rr.is_ok());
+    EXPECT_NE(rr.status().message().find("runs only kernels equal to their strides"), std::string::npos)
+        << rr.status().to_string();
   }
 }
 

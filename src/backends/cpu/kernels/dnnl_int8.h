@@ -18,6 +18,10 @@ enum class Int8MatMulKind { kInteger, kQLinear, kQLinearGemm };
 // compare results).
 Result<std::unique_ptr<Kernel>> make_int8_matmul(const KernelInfo& info, Int8MatMulKind kind, LambdaKernel::Fn reference);
 
+// The internal QLinearConvTranspose (backend/qlinear_conv_transpose.h): one int8 product
+// where w is constant, else (and with BULKHEAD_CPU_INT8=0) the reference loops.
+Result<std::unique_ptr<Kernel>> make_qlinear_conv_transpose(const KernelInfo& info);
+
 // Constant 8-bit weights less their zero point (`zp`: null, one value, or one per channel:
 // element i's is zp[(i / run) % zp.numel()] — run = elements per output channel for a
 // Conv's [M, ...] weights, 1 for a MatMul's [K, N]), in int8 — oneDNN's weight type — when

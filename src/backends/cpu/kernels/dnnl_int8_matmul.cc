@@ -28,6 +28,7 @@
 #include "backends/cpu/kernels/dnnl_common.h"
 #include "backends/cpu/kernels/dnnl_int8.h"
 #include "backends/cpu/kernels/quant_util.h"
+#include "backend/conv_attrs.h"
 
 namespace bulkhead::cpu {
 namespace {
@@ -73,6 +74,13 @@ class Int8MatMulKernel final : public Kernel {
   // is constant and A's shape and type are fixed before any run: the first run is then as
   // fast as the next. Call after the set_* methods.
   void prepare(const KernelInfo& info) const;
+  // The int32 sums (A - za) x B for this kernel's constant B [K, N] and A [R, K] (row-major,
+  // of type `at`, at `a`), into `sums` [R, N]. False, nothing written, where the product
+  // does not run here (no constant B, sums the fp32 path would not hold exactly, no oneDNN
+  // kernel for it): the caller computes them otherwise.
+  Result<bool> constant_b_sums(KernelContext& ctx, const void* a, DataType at, int64_t R, int32_t za, int32_t* sums) const;
+  // Builds the plan for A [R, K] of type `at` now (a caller's prepare()).
+  void prepare_rows(int64_t R, DataType at, int threads) const;
 
  private:
   struct Plan {
@@ -86,6 +94,9 @@ class Int8MatMulKernel final : public Kernel {
     bool f32 = false;  // A - za and b_f32_ as float32 (never int8)
   };
   std::shared_ptr<const Plan> plan_for(int64_t R, int64_t K, int64_t N, DataType at, bool f32) const;
+  // Runs plan `p`: src `a` (A, or A - za as float32 on the fp32 path), B at `b` where not
+  // packed, into `dst`.
+  Status execute(KernelContext& ctx, const Plan& p, const void* a, const void* b, int32_t za, void* dst) const;
 
   bool qlinear_;  // QLinearMatMul or QLinearGemm: requantised
   bool gemm_;     // QLinearGemm: input 8, when given, is an int32 bias [N]
@@ -144,18 +155,74 @@ std::shared_ptr<const Int8MatMulKernel::Plan> Int8MatMulKernel::plan_for(int64_t
 void Int8MatMulKernel::prepare(const KernelInfo& info) const {
   std::optional<Shape> a = info.static_input_shape(0);
   const DataType at = info.graph_input_type(0);
-  if (!b_s8_.defined() || !a || a->size() < 2 || (at != DataType::kUInt8 && at != DataType::kInt8)) return;
-  const int64_t K = a->back(), N = b_s8_.dim(1);
-  const int64_t R = shape_numel(*a) / std::max<int64_t>(K, 1);
-  if (K != b_s8_.dim(0) || R == 0) return;
+  if (!b_s8_.defined() || !a || a->size() < 2 || a->back() != b_s8_.dim(0)) return;
+  prepare_rows(shape_numel(*a) / std::max<int64_t>(a->back(), 1), at, prepared_threads(info));
+}
+
+void Int8MatMulKernel::prepare_rows(int64_t R, DataType at, int threads) const {
+  if (!b_s8_.defined() || R <= 0 || (at != DataType::kUInt8 && at != DataType::kInt8)) return;
   const bool f32 = !int8_sums_exact(at == DataType::kUInt8, b_max_);
   if (f32 && !b_f32_.defined()) return;
-  OmpThreadsScope threads(prepared_threads(info));
+  OmpThreadsScope scope(threads);
   try {
-    plan_for(R, K, N, at, f32);
+    plan_for(R, b_s8_.dim(0), b_s8_.dim(1), at, f32);
   } catch (const std::exception&) {
     // Out of memory packing B: the first run tries again and reports it.
   }
+}
+
+Status Int8MatMulKernel::execute(KernelContext& ctx, const Plan& p, const void* a, const void* b, int32_t za,
+                                 void* dst_p) const {
+  CallScratch sc{ctx, {}};
+  try {
+    CallPool::Call call(calls_);
+    int32_t za32 = za;
+    const memory& src = call.memory(p.src_md, const_cast<void*>(a));
+    const memory& wm = p.has_packed ? p.packed_w : call.memory(p.user_w, const_cast<void*>(b));
+    const memory& dst = call.memory(p.dst_md, dst_p);
+    const memory* zero_point = p.f32 ? nullptr : &call.memory(zero_point_md(), &za32);
+    const memory* scratch = nullptr;
+    if (size_t ss = p.scratch_md.get_size()) {
+      BH_ASSIGN_OR_RETURN(void* buf, sc.get(ss));
+      scratch = &call.memory(p.scratch_md, buf);
+    }
+    call.execute(p.prim, {{DNNL_ARG_SRC, &src}, {DNNL_ARG_WEIGHTS, &wm}, {DNNL_ARG_DST, &dst},
+                          {DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC, zero_point}, {DNNL_ARG_SCRATCHPAD, scratch}});
+  } catch (const dnnl::error& e) {
+    return internal_error(ctx.where() + "oneDNN failed: " + e.what());
+  }
+  return Status::ok();
+}
+
+Result<bool> Int8MatMulKernel::constant_b_sums(KernelContext& ctx, const void* a, DataType at, int64_t R, int32_t za,
+                                               int32_t* sums) const {
+  if (!b_s8_.defined() || R <= 0 || (at != DataType::kUInt8 && at != DataType::kInt8)) return false;
+  const int64_t K = b_s8_.dim(0), N = b_s8_.dim(1);
+  const bool f32 = !int8_sums_exact(at == DataType::kUInt8, b_max_);
+  if (f32 && !b_f32_.defined()) return false;
+  Tensor af, sums_f;
+  if (f32) {
+    // A - za as float32, the sums exact integers below 2^24 only.
+    BH_ASSIGN_OR_RETURN(af, ctx.allocate_scratch(DataType::kFloat32, Shape{R, K}));
+    float* o = af.data<float>();
+    int64_t amax = 0;
+    auto shift = [&](const auto* in) {
+      for (int64_t i = 0; i < R * K; ++i) {
+        const int32_t v = int32_t{in[i]} - za;
+        amax = std::max<int64_t>(amax, std::abs(v));
+        o[i] = static_cast<float>(v);
+      }
+    };
+    if (at == DataType::kUInt8) shift(static_cast<const uint8_t*>(a));
+    else shift(static_cast<const int8_t*>(a));
+    if (K * amax * b_max_ >= (int64_t{1} << 24)) return false;
+    BH_ASSIGN_OR_RETURN(sums_f, ctx.allocate_scratch(DataType::kFloat32, Shape{R, N}));
+  }
+  auto p = plan_for(R, K, N, at, f32);
+  if (p->use_ref) return false;
+  BH_RETURN_IF_ERROR(execute(ctx, *p, f32 ? af.raw() : a, nullptr, za, f32 ? sums_f.raw() : static_cast<void*>(sums)));
+  if (f32) float_sums_to_int32(sums_f.data<float>(), sums, R * N, ctx.threads());
+  return true;
 }
 
 Status Int8MatMulKernel::compute(KernelContext& ctx) const {
@@ -226,24 +293,7 @@ Status Int8MatMulKernel::compute(KernelContext& ctx) const {
     BH_ASSIGN_OR_RETURN(sums_f, ctx.allocate_scratch(DataType::kFloat32, out));
     shifted_to_float(*A, za, af.data<float>(), ctx.threads());
   }
-  CallScratch sc{ctx, {}};
-  try {
-    CallPool::Call call(calls_);
-    int32_t za32 = za;
-    const memory& src = call.memory(p->src_md, f32 ? af.raw() : const_cast<void*>(A->raw()));
-    const memory& wm = p->has_packed ? p->packed_w : call.memory(p->user_w, const_cast<void*>(B->raw()));
-    const memory& dst = call.memory(p->dst_md, f32 ? sums_f.raw() : dst_t.raw());
-    const memory* zero_point = f32 ? nullptr : &call.memory(zero_point_md(), &za32);
-    const memory* scratch = nullptr;
-    if (size_t ss = p->scratch_md.get_size()) {
-      BH_ASSIGN_OR_RETURN(void* buf, sc.get(ss));
-      scratch = &call.memory(p->scratch_md, buf);
-    }
-    call.execute(p->prim, {{DNNL_ARG_SRC, &src}, {DNNL_ARG_WEIGHTS, &wm}, {DNNL_ARG_DST, &dst},
-                           {DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC, zero_point}, {DNNL_ARG_SCRATCHPAD, scratch}});
-  } catch (const dnnl::error& e) {
-    return internal_error(ctx.where() + "oneDNN failed: " + e.what());
-  }
+  BH_RETURN_IF_ERROR(execute(ctx, *p, f32 ? af.raw() : A->raw(), B->raw(), za, f32 ? sums_f.raw() : dst_t.raw()));
   if (f32) float_sums_to_int32(sums_f.data<float>(), dst_t.data<int32_t>(), dst_t.numel(), ctx.threads());
   if (qlinear_) {
     const int32_t lo = yt == DataType::kUInt8 ? 0 : -128, hi = yt == DataType::kUInt8 ? 255 : 127;
@@ -268,6 +318,184 @@ Status Int8MatMulKernel::compute(KernelContext& ctx) const {
   }
   return Status::ok();
 }
+
+// ---------------------------------------------------------------------------------------
+// QLinearConvTranspose (internal, backend/qlinear_conv_transpose.h): a ConvTranspose whose
+// kernel equals its stride. Each input pixel's C values times the weights [C, kh·kw·M]
+// (columns (i, j, m)) are its kh x kw block of M outputs: one int8 product A [N·H·W, C] x
+// B, A the channels-last x itself, then each row's sums requantised into its block.
+
+// x[n, c, h, w] of a [N, C, H, W] or channels-last [N, H, W, C] tensor, as an int.
+int32_t x_at(const Tensor& x, bool nhwc, int64_t n, int64_t c, int64_t h, int64_t w, int64_t C, int64_t H, int64_t W) {
+  return int_at(x, nhwc ? ((n * H + h) * W + w) * C + c : ((n * C + c) * H + h) * W + w);
+}
+
+// The inputs of a QLinearConvTranspose, checked.
+struct DeconvArgs {
+  const Tensor *x = nullptr, *w = nullptr, *xs = nullptr, *xz = nullptr, *ws = nullptr, *wz = nullptr, *ys = nullptr,
+               *yz = nullptr, *b = nullptr;
+  int64_t N = 0, C = 0, H = 0, W = 0, M = 0, kh = 0, kw = 0;
+  DataType yt = DataType::kUInt8;
+};
+
+Result<DeconvArgs> deconv_args(KernelContext& ctx, bool x_nhwc, const ConvAttrs& attrs) {
+  const char* names[9] = {"x", "x_scale", "x_zero_point", "w", "w_scale", "w_zero_point", "y_scale", "y_zero_point", "B"};
+  const Tensor* in[9] = {};
+  for (int i = 0; i < 9; ++i) {
+    const bool optional = i == 2 || i == 5 || i == 7 || i == 8;
+    BH_ASSIGN_OR_RETURN(in[i], optional ? optional_input(ctx, i, names[i]) : required_input(ctx, i, names[i]));
+  }
+  DeconvArgs a;
+  a.x = in[0], a.xs = in[1], a.xz = in[2], a.w = in[3], a.ws = in[4], a.wz = in[5], a.ys = in[6], a.yz = in[7], a.b = in[8];
+  const std::string& where = ctx.where();
+  auto eight_bit = [](DataType t) { return t == DataType::kUInt8 || t == DataType::kInt8; };
+  if (!eight_bit(a.x->dtype()) || !eight_bit(a.w->dtype()))
+    return unsupported(where + "QLinearConvTranspose takes int8/uint8 x and w, got " + dtype_name(a.x->dtype()) + " and " +
+                       dtype_name(a.w->dtype()));
+  if (a.x->rank() != 4 || a.w->rank() != 4)
+    return invalid_argument(where + "x and w must have rank 4, got " + a.x->describe() + " and " + a.w->describe());
+  a.N = a.x->dim(0);
+  a.C = a.x->dim(x_nhwc ? 3 : 1);
+  a.H = a.x->dim(x_nhwc ? 1 : 2);
+  a.W = a.x->dim(x_nhwc ? 2 : 3);
+  a.M = a.w->dim(1), a.kh = a.w->dim(2), a.kw = a.w->dim(3);
+  if (a.w->dim(0) != a.C)
+    return invalid_argument(where + "w " + a.w->describe() + " does not fit x " + a.x->describe() + " (" +
+                            std::to_string(a.C) + " channels)");
+  if (!transpose_is_pixel_product(attrs, {a.w->dim(0), a.M, a.kh, a.kw}))
+    return unsupported(where + "QLinearConvTranspose runs only kernels equal to their strides (group 1, no pads, "
+                               "dilations, output padding or output shape)");
+  auto scale = [&](const Tensor* t, int64_t n, const char* what) -> Status {
+    if (t->dtype() != DataType::kFloat32 || (t->numel() != 1 && t->numel() != n))
+      return invalid_argument(where + what + " must be float32 with " + (n > 1 ? "1 or " + std::to_string(n) : "one") +
+                              " value(s), got " + t->describe());
+    return Status::ok();
+  };
+  BH_RETURN_IF_ERROR(scale(a.xs, 1, "x_scale"));
+  BH_RETURN_IF_ERROR(scale(a.ws, a.M, "w_scale"));
+  BH_RETURN_IF_ERROR(scale(a.ys, 1, "y_scale"));
+  if (a.xz && (a.xz->dtype() != a.x->dtype() || a.xz->numel() != 1))
+    return invalid_argument(where + "x_zero_point must be one value of x's type, got " + a.xz->describe());
+  if (a.wz && (a.wz->dtype() != a.w->dtype() || a.wz->numel() != a.ws->numel()))
+    return invalid_argument(where + "w_zero_point " + a.wz->describe() + " does not match w and w_scale " + a.ws->describe());
+  if (a.yz && (!eight_bit(a.yz->dtype()) || a.yz->numel() != 1))
+    return invalid_argument(where + "y_zero_point must be one int8/uint8 value, got " + a.yz->describe());
+  if (a.b && (a.b->dtype() != DataType::kInt32 || a.b->rank() != 1 || a.b->dim(0) != a.M))
+    return invalid_argument(where + "B must be int32 [" + std::to_string(a.M) + "], got " + a.b->describe());
+  a.yt = a.yz ? a.yz->dtype() : DataType::kUInt8;
+  return a;
+}
+
+Shape deconv_y_shape(const DeconvArgs& a, bool y_nhwc) {
+  return y_nhwc ? Shape{a.N, a.H * a.kh, a.W * a.kw, a.M} : Shape{a.N, a.M, a.H * a.kh, a.W * a.kw};
+}
+
+// y's multiplier for output channel m: x_scale · w_scale[m] / y_scale, in float32.
+std::vector<float> deconv_multipliers(const DeconvArgs& a) {
+  std::vector<float> mult(static_cast<size_t>(a.M));
+  for (int64_t m = 0; m < a.M; ++m) mult[m] = float_at(*a.xs, 0) * float_at(*a.ws, a.ws->numel() == 1 ? 0 : m) / float_at(*a.ys, 0);
+  return mult;
+}
+
+// The reference loops (and every error message).
+Status qlinear_deconv_reference(KernelContext& ctx, bool x_nhwc, bool y_nhwc, const ConvAttrs& attrs) {
+  BH_ASSIGN_OR_RETURN(DeconvArgs a, deconv_args(ctx, x_nhwc, attrs));
+  BH_ASSIGN_OR_RETURN(Tensor y, ctx.allocate_output(0, a.yt, deconv_y_shape(a, y_nhwc)));
+  const std::vector<float> mult = deconv_multipliers(a);
+  const int32_t zx = a.xz ? int_at(*a.xz, 0) : 0, zy = a.yz ? int_at(*a.yz, 0) : 0;
+  const int32_t lo = a.yt == DataType::kUInt8 ? 0 : -128, hi = a.yt == DataType::kUInt8 ? 255 : 127;
+  const float z = static_cast<float>(zy), rlo = static_cast<float>(lo - zy), rhi = static_cast<float>(hi - zy);
+  const int64_t OH = a.H * a.kh, OW = a.W * a.kw;
+  uint8_t* out = static_cast<uint8_t*>(y.raw());
+  for (int64_t n = 0; n < a.N; ++n)
+    for (int64_t m = 0; m < a.M; ++m) {
+      const int32_t zw = a.wz ? int_at(*a.wz, a.wz->numel() == 1 ? 0 : m) : 0;
+      for (int64_t oh = 0; oh < OH; ++oh)
+        for (int64_t ow = 0; ow < OW; ++ow) {
+          const int64_t h = oh / a.kh, i = oh % a.kh, w = ow / a.kw, j = ow % a.kw;
+          int64_t acc = a.b ? a.b->data<int32_t>()[m] : 0;
+          for (int64_t c = 0; c < a.C; ++c)
+            acc += int64_t{x_at(*a.x, x_nhwc, n, c, h, w, a.C, a.H, a.W) - zx} *
+                   (int_at(*a.w, ((c * a.M + m) * a.kh + i) * a.kw + j) - zw);
+          const int64_t o = y_nhwc ? ((n * OH + oh) * OW + ow) * a.M + m : ((n * a.M + m) * OH + oh) * OW + ow;
+          out[o] = static_cast<uint8_t>(round_to_quantized(static_cast<float>(acc) * mult[m], z, rlo, rhi));
+        }
+    }
+  return Status::ok();
+}
+
+class Int8DeconvKernel final : public Kernel {
+ public:
+  Int8DeconvKernel(std::unique_ptr<Int8MatMulKernel> product, int64_t C, int64_t M, int64_t kh, int64_t kw, bool x_nhwc,
+                   bool y_nhwc, ConvAttrs attrs)
+      : product_(std::move(product)), C_(C), M_(M), kh_(kh), kw_(kw), x_nhwc_(x_nhwc), y_nhwc_(y_nhwc), attrs_(std::move(attrs)) {}
+
+  // Builds the product's plan at session creation where x's shape is fixed.
+  void prepare(const KernelInfo& info) const {
+    std::optional<Shape> x = info.static_input_shape(0);
+    if (!x || x->size() != 4 || (*x)[x_nhwc_ ? 3 : 1] != C_) return;
+    product_->prepare_rows((*x)[0] * (*x)[x_nhwc_ ? 1 : 2] * (*x)[x_nhwc_ ? 2 : 3], info.graph_input_type(0),
+                           prepared_threads(info));
+  }
+
+  Status compute(KernelContext& ctx) const override {
+    auto reference = [&] { return qlinear_deconv_reference(ctx, x_nhwc_, y_nhwc_, attrs_); };
+    auto args = deconv_args(ctx, x_nhwc_, attrs_);
+    if (!args.is_ok() || args->C != C_ || args->M != M_ || args->kh != kh_ || args->kw != kw_) return reference();
+    const DeconvArgs& a = *args;
+    const int64_t R = a.N * a.H * a.W, KM = kh_ * kw_ * M_;
+    if (R == 0) return reference();
+    // A: x channels-last, [N·H·W, C].
+    const void* A = a.x->raw();
+    Tensor xt;
+    if (!x_nhwc_) {
+      BH_ASSIGN_OR_RETURN(xt, ctx.allocate_scratch(a.x->dtype(), Shape{a.N, a.H, a.W, C_}));
+      const uint8_t* src = static_cast<const uint8_t*>(a.x->raw());
+      uint8_t* dst = static_cast<uint8_t*>(xt.raw());
+      const int64_t S = a.H * a.W;
+      parallel_for(ctx.threads(), a.N * S, 1024, [&](int64_t b, int64_t e) {
+        for (int64_t r = b; r < e; ++r)
+          for (int64_t c = 0; c < C_; ++c) dst[r * C_ + c] = src[((r / S) * C_ + c) * S + r % S];
+      });
+      A = xt.raw();
+    }
+    BH_ASSIGN_OR_RETURN(Tensor sums, ctx.allocate_scratch(DataType::kInt32, Shape{R, KM}));
+    const int32_t zx = a.xz ? int_at(*a.xz, 0) : 0;
+    BH_ASSIGN_OR_RETURN(bool done, product_->constant_b_sums(ctx, A, a.x->dtype(), R, zx, sums.data<int32_t>()));
+    if (!done) return reference();
+    BH_ASSIGN_OR_RETURN(Tensor y, ctx.allocate_output(0, a.yt, deconv_y_shape(a, y_nhwc_)));
+    const std::vector<float> mult = deconv_multipliers(a);
+    const int32_t zy = a.yz ? int_at(*a.yz, 0) : 0;
+    const int32_t lo = a.yt == DataType::kUInt8 ? 0 : -128, hi = a.yt == DataType::kUInt8 ? 255 : 127;
+    const int32_t* bias = a.b ? a.b->data<int32_t>() : nullptr;
+    const int32_t* acc = sums.data<int32_t>();
+    uint8_t* out = static_cast<uint8_t*>(y.raw());
+    const int64_t OH = a.H * kh_, OW = a.W * kw_;
+    parallel_for(ctx.threads(), R, std::max<int64_t>(1, 4096 / KM), [&](int64_t r0, int64_t r1) {
+      std::vector<uint8_t> row(y_nhwc_ ? 0 : static_cast<size_t>(M_));
+      for (int64_t r = r0; r < r1; ++r) {
+        const int64_t n = r / (a.H * a.W), h = (r / a.W) % a.H, w = r % a.W;
+        for (int64_t i = 0; i < kh_; ++i)
+          for (int64_t j = 0; j < kw_; ++j) {
+            const int32_t* s = acc + r * KM + (i * kw_ + j) * M_;
+            const int64_t oh = h * kh_ + i, ow = w * kw_ + j;
+            uint8_t* dst = y_nhwc_ ? out + ((n * OH + oh) * OW + ow) * M_ : row.data();
+            if (bias) requantize_row(s, bias, mult.data(), dst, M_, zy, lo, hi);
+            else requantize_row(s, mult.data(), dst, M_, zy, lo, hi);
+            if (!y_nhwc_)
+              for (int64_t m = 0; m < M_; ++m) out[((n * M_ + m) * OH + oh) * OW + ow] = row[m];
+          }
+      }
+    });
+    return Status::ok();
+  }
+
+ private:
+  std::unique_ptr<Int8MatMulKernel> product_;  // B: the weights as [C, kh·kw·M], less their zero points
+  int64_t C_, M_, kh_, kw_;
+  bool x_nhwc_, y_nhwc_;
+  ConvAttrs attrs_;
+};
 
 }  // namespace
 
@@ -367,6 +595,68 @@ Result<std::unique_ptr<Kernel>> make_int8_matmul(const KernelInfo& info, Int8Mat
     auto k = std::make_unique<Int8MatMulKernel>(kind, std::move(b_s8), b_max, std::move(reference), std::move(eng));
     k->set_float_weights(std::move(b_f32));
     k->share_with(info.shared);
+    k->prepare(info);
+    return std::unique_ptr<Kernel>(std::move(k));
+  } catch (const dnnl::error& e) {
+    return internal_error(info.where() + "cannot create a oneDNN CPU engine: " + e.what());
+  }
+}
+
+Result<std::unique_ptr<Kernel>> make_qlinear_conv_transpose(const KernelInfo& info) {
+  const ir::Node& n = info.node;
+  ConvAttrs attrs = parse_conv_attrs(n);
+  BH_RETURN_IF_ERROR(check_conv_attrs(attrs, info.where()));
+  auto layout = [&](const char* attr) -> Result<bool> {
+    const std::string v = n.attr_string(attr, "");
+    if (!v.empty() && v != "nhwc") return invalid_argument(info.where() + "unsupported " + attr + " '" + v + "' (only nhwc)");
+    return !v.empty();
+  };
+  BH_ASSIGN_OR_RETURN(bool xn, layout("_x_layout"));
+  BH_ASSIGN_OR_RETURN(bool yn, layout("_y_layout"));
+  auto reference = [=]() {
+    return make_kernel([attrs, xn, yn](KernelContext& ctx) { return qlinear_deconv_reference(ctx, xn, yn, attrs); });
+  };
+  const char* env = std::getenv("BULKHEAD_CPU_INT8");
+  if (env && std::string(env) == "0") return reference();
+  // The fast path: constant w (and w_zero_point) of the geometry this operator describes.
+  auto constant = [&](size_t i) -> const Tensor* {
+    return info.input_is_constant(i) && info.constant_inputs[i].on_host() ? &info.constant_inputs[i] : nullptr;
+  };
+  const Tensor* w = constant(3);
+  const bool wz_given = n.inputs.size() > 5 && !n.inputs[5].empty();
+  const Tensor* wz = wz_given ? constant(5) : nullptr;
+  if (!w || w->rank() != 4 || (w->dtype() != DataType::kUInt8 && w->dtype() != DataType::kInt8) || (wz_given && !wz) ||
+      (wz && (wz->dtype() != w->dtype() || (wz->numel() != 1 && wz->numel() != w->dim(1)))) ||
+      !transpose_is_pixel_product(attrs, {w->dim(0), w->dim(1), w->dim(2), w->dim(3)}) || w->numel() == 0)
+    return reference();
+  const int64_t C = w->dim(0), M = w->dim(1), kh = w->dim(2), kw = w->dim(3), KM = kh * kw * M;
+  // B [C, kh·kw·M], column (i·kw + j)·M + m = w[c, m, i, j] - wz[m], when every value fits int8.
+  Tensor b = Tensor::host(DataType::kInt8, Shape{C, KM});
+  int8_t* bp = b.data<int8_t>();
+  int most = 0;
+  for (int64_t c = 0; c < C; ++c)
+    for (int64_t m = 0; m < M; ++m) {
+      const int32_t z = wz ? int_at(*wz, wz->numel() == 1 ? 0 : m) : 0;
+      for (int64_t i = 0; i < kh; ++i)
+        for (int64_t j = 0; j < kw; ++j) {
+          const int32_t v = int_at(*w, ((c * M + m) * kh + i) * kw + j) - z;
+          if (v < -128 || v > 127) return reference();
+          most = std::max(most, std::abs(v));
+          bp[c * KM + (i * kw + j) * M + m] = static_cast<int8_t>(v);
+        }
+    }
+  if (info.shared) b = info.shared->intern(b);
+  try {
+    dnnl::engine eng(dnnl::engine::kind::cpu, 0);
+    Tensor b_f32 = float_weights(b, most, info.shared.get());
+    auto product = std::make_unique<Int8MatMulKernel>(Int8MatMulKind::kInteger, std::move(b), most,
+                                                      [](KernelContext& ctx) -> Status {
+                                                        return internal_error(ctx.where() + "no reference for the product");
+                                                      },
+                                                      std::move(eng));
+    product->set_float_weights(std::move(b_f32));
+    product->share_with(info.shared);
+    auto k = std::make_unique<Int8DeconvKernel>(std::move(product), C, M, kh, kw, xn, yn, std::move(attrs));
     k->prepare(info);
     return std::unique_ptr<Kernel>(std::move(k));
   } catch (const dnnl::error& e) {

@@ -19,6 +19,7 @@
 #include "backends/cpu/cpu_util.h"
 #include "backends/cpu/kernels/cast.h"
 #include "backends/cpu/kernels/quant_util.h"
+#include "backend/qlinear_conv_transpose.h"
 #include "backend/qlinear_gemm.h"
 #include "bulkhead/dtype.h"
 
@@ -426,6 +427,7 @@ void register_quantize_kernels(KernelTable& t) {
                                 [](KernelContext& ctx) { return qlinear_matmul_compute(ctx, true); });
       },
       kQLinearGemmDomain);
+  t.add(kQLinearConvTranspose, 1, make_qlinear_conv_transpose, kQLinearConvTransposeDomain);
   t.add("DynamicQuantizeLinear", 11, [](const KernelInfo&) -> Result<std::unique_ptr<Kernel>> {
     return make_kernel(dynamic_quantize_compute);
   });
