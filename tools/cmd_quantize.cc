@@ -21,7 +21,7 @@ void add_quantize(CLI::App& app) {
     int threads = 0;
   };
   auto a = std::make_shared<Args>();
-  auto* cmd = app.add_subcommand("quantize", "write a QDQ int8 model: Conv, MatMul and Gemm weights int8, activations uint8 from calibration");
+  auto* cmd = app.add_subcommand("quantize", "write a QDQ int8 model: Conv, ConvTranspose, MatMul and Gemm weights int8, activations uint8 from calibration");
   cmd->add_option("model", a->model, "float ONNX model")->required();
   cmd->add_option("out", a->out, "where to write the QDQ model")->required();
   cmd->add_option("--calibrate", a->calibrate, "a calibration sample: a folder of NAME.npy (one per input) or one .npy (repeatable)")
@@ -69,15 +69,15 @@ void add_quantize(CLI::App& app) {
     if (!r.is_ok()) throw CLI::RuntimeError(fail("quantize", r.status()));
     Status st = io::write_files_all_or_nothing({{a->out, r->model}});
     if (!st.is_ok()) throw CLI::RuntimeError(fail("quantize", st));
-    std::printf("%s: %d Conv, %d MatMul and %d Gemm quantised (weights int8 %s, %d activations uint8 per tensor, %s over %zu sample(s))%s\n",
-                a->out.c_str(), r->convs, r->matmuls, r->gemms, r->per_channel ? "per channel" : "per tensor (opset < 13)",
+    std::printf("%s: %d Conv, %d ConvTranspose, %d MatMul and %d Gemm quantised (weights int8 %s, %d activations uint8 per tensor, %s over %zu sample(s))%s\n",
+                a->out.c_str(), r->convs, r->conv_transposes, r->matmuls, r->gemms, r->per_channel ? "per channel" : "per tensor (opset < 13)",
                 r->activations, a->method.c_str(), o.samples.size(),
                 r->kept ? (", " + std::to_string(r->kept) + " kept in float").c_str() : "");
     if (r->opset_before < 10)
       std::printf("  the model imported opset %lld of the default domain: moved to opset %lld (QuantizeLinear)\n",
                   static_cast<long long>(r->opset_before), static_cast<long long>(r->opset));
     if (r->folded)
-      std::printf("  %d BatchNormalization / Mul / Add node(s) folded into Conv weights before quantising\n", r->folded);
+      std::printf("  %d BatchNormalization / Mul / Add node(s) folded into Conv / ConvTranspose weights before quantising\n", r->folded);
     throw CLI::RuntimeError(0);
   });
 }

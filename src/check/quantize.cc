@@ -234,6 +234,9 @@ Result<QuantizeResult> quantize_model(const std::string& path, const QuantizeOpt
     const bool conv = n.op_type() == "Conv" && n.input_size() >= 2 && constant_f32(n.input(1), 3, 5) &&
                       (n.input_size() < 3 || n.input(2).empty() || constant_f32(n.input(2), 1, 1));
     const bool matmul = n.op_type() == "MatMul" && n.input_size() == 2 && constant_f32(n.input(1), 2, 2);
+    const bool deconv = n.op_type() == "ConvTranspose" && n.input_size() >= 2 && constant_f32(n.input(1), 3, 5) &&
+                        int_attr(n, "group", 1) == 1 &&
+                        (n.input_size() < 3 || n.input(2).empty() || constant_f32(n.input(2), 1, 1));
     // Gemm as a fully connected layer: A' = A, alpha 1, a constant B and a bias of one
     // value per output column (beta 1) or none.
     bool gemm = n.op_type() == "Gemm" && n.input_size() >= 2 && n.input_size() <= 3 && constant_f32(n.input(1), 2, 2) &&
@@ -243,7 +246,7 @@ Result<QuantizeResult> quantize_model(const std::string& path, const QuantizeOpt
       const onnx::TensorProto* c = constant_f32(n.input(2), 1, 1);
       gemm = c && float_attr(n, "beta", 1.f) == 1.f && c->dims(0) == b->dims(int_attr(n, "transB", 0) ? 0 : 1);
     }
-    if (!conv && !matmul && !gemm) continue;
+    if (!conv && !matmul && !gemm && !deconv) continue;
     if (init.count(n.input(0))) continue;  // a constant activation: nothing to calibrate
     if (keep.count(node_name(i))) {
       ++res.kept;
@@ -252,10 +255,10 @@ Result<QuantizeResult> quantize_model(const std::string& path, const QuantizeOpt
     targets.push_back(i);
     add_act(n.input(0));
     add_act(after_relus(n.output(0)));
-    (conv ? res.convs : matmul ? res.matmuls : res.gemms)++;
+    (conv ? res.convs : matmul ? res.matmuls : gemm ? res.gemms : res.conv_transposes)++;
   }
   if (targets.empty())
-    return invalid_argument("'" + path + "' has no Conv, MatMul or Gemm with constant float32 weights to quantise");
+    return invalid_argument("'" + path + "' has no Conv, ConvTranspose, MatMul or Gemm with constant float32 weights to quantise");
   for (const auto& k : keep) {
     bool found = false;
     for (int i = 0; i < g.node_size(); ++i) found = found || node_name(i) == k;
@@ -347,12 +350,16 @@ Result<QuantizeResult> quantize_model(const std::string& path, const QuantizeOpt
     const onnx::NodeProto& n = g.node(i);
     const bool conv = n.op_type() == "Conv";
     const bool gemm = n.op_type() == "Gemm";
+    const bool deconv = n.op_type() == "ConvTranspose";
     BH_ASSIGN_OR_RETURN(Tensor w, ir::tensor_from_proto(g.initializer(init[n.input(1)]), ir::DataFolder{dir}));
-    // The weights' output-channel axis: a Conv's 0, a MatMul's 1, a Gemm's 0 when transB.
+    // The weights' output-channel axis: a Conv's 0, a MatMul's 1, a Gemm's 0 when transB, a
+    // ConvTranspose's 1 ([C, M, k...]).
     const int w_axis = conv || (gemm && int_attr(n, "transB", 0)) ? 0 : 1;
     const int64_t M = w.dim(w_axis);  // output channels
     const int64_t total = w.numel();
-    auto channel = [&](int64_t idx) { return w_axis == 0 ? idx / (total / std::max<int64_t>(M, 1)) : idx % M; };
+    int64_t inner = 1;  // elements after the channel axis
+    for (int d = w_axis + 1; d < w.rank(); ++d) inner *= w.dim(d);
+    auto channel = [&](int64_t idx) { return (idx / std::max<int64_t>(inner, 1)) % std::max<int64_t>(M, 1); };
     const int64_t nscale = res.per_channel ? M : 1;
     std::vector<float> ws(static_cast<size_t>(nscale), 0.f);
     const float* wp = w.data<float>();
@@ -378,7 +385,7 @@ Result<QuantizeResult> quantize_model(const std::string& path, const QuantizeOpt
     front.push_back(qdq_node("DequantizeLinear", fresh(base + "_DequantizeLinear"), {qn, sn, zn}, dn,
                              res.per_channel ? w_axis : -2));
     std::string bdn;
-    if ((conv || gemm) && n.input_size() > 2 && !n.input(2).empty()) {
+    if ((conv || gemm || deconv) && n.input_size() > 2 && !n.input(2).empty()) {
       BH_ASSIGN_OR_RETURN(Tensor b, ir::tensor_from_proto(g.initializer(init[n.input(2)]), ir::DataFolder{dir}));
       if (b.numel() != M) return invalid_model("node '" + n.name() + "': bias has " + std::to_string(b.numel()) + " values for " + std::to_string(M) + " channels");
       const float xs = act_scale[n.input(0)];

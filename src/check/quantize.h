@@ -1,6 +1,6 @@
 // Static post-training quantisation to the standard QDQ form (`bulkhead quantize`).
 //
-// Every Conv with constant float32 weights, every MatMul with a constant 2-D float32
+// Every Conv and ConvTranspose (group 1) with constant float32 weights, every MatMul with a constant 2-D float32
 // right-hand side and every Gemm that is a fully connected layer (transA 0, alpha 1, a
 // constant 2-D float32 B, a bias of one value per output column with beta 1, or none) —
 // unless named in `keep_float` — gets:
@@ -8,14 +8,15 @@
 //     from running the float model on the calibration samples (min-max, or the given
 //     percentile of the values at each end): QuantizeLinear → DequantizeLinear pairs,
 //     read by every consumer of the tensor (graph outputs stay float);
-//   - its weights as int8, symmetric, per output channel (Conv axis 0, MatMul axis 1,
-//     Gemm 1, or 0 with transB)
+//   - its weights as int8, symmetric, per output channel (Conv axis 0, ConvTranspose 1,
+//     MatMul 1, Gemm 1, or 0 with transB)
 //     where the model's opset has per-axis DequantizeLinear (13+), else per tensor, with
 //     a DequantizeLinear node;
-//   - Conv's and Gemm's bias as int32 with scale x_scale·w_scale and zero point 0.
+//   - Conv's, ConvTranspose's and Gemm's bias as int32 with scale x_scale·w_scale and
+//     zero point 0.
 // The result is a valid ONNX model that any runtime with QDQ support runs (ONNX Runtime
-// included); bulkhead's optimiser turns each DQ → Conv/MatMul/Gemm → Q group into one
-// int8 kernel. Before any of this the float model is prepared (quantize_prepare.h): a model
+// included); bulkhead's optimiser turns each DQ → Conv/MatMul/Gemm → Q group, and each
+// upsampling ConvTranspose (kernel = stride), into one int8 kernel. Before any of this the float model is prepared (quantize_prepare.h): a model
 // below opset 10 (no QuantizeLinear) is moved to opset 10, and BatchNormalization / Mul /
 // Add nodes that only rescale a Conv's output channels are folded into its weights.
 //
@@ -40,10 +41,10 @@ struct QuantizeOptions {
 
 struct QuantizeResult {
   std::string model;  // the serialized QDQ ModelProto
-  int convs = 0, matmuls = 0, gemms = 0, kept = 0;
+  int convs = 0, conv_transposes = 0, matmuls = 0, gemms = 0, kept = 0;
   bool per_channel = false;
   int activations = 0;  // tensors given a Q/DQ pair
-  int folded = 0;       // BatchNormalization / Mul / Add nodes folded into Conv weights first
+  int folded = 0;       // BatchNormalization / Mul / Add nodes folded into Conv / ConvTranspose weights first
   int64_t opset_before = 0, opset = 0;  // the default domain's opset, before and after
 };
 

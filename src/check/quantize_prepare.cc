@@ -172,7 +172,15 @@ Result<int> fold_into_convs(onnx::ModelProto& model, const std::string& dir) {
     };
     for (int i = 0; i < g.node_size() && !again; ++i) {
       const onnx::NodeProto& conv = g.node(i);
-      if (conv.op_type() != "Conv" || !default_domain(conv) || conv.input_size() < 2 || conv.output_size() != 1) continue;
+      // A ConvTranspose's output channels are its weight's axis 1 ([C, M, k...], group 1).
+      const bool transpose = conv.op_type() == "ConvTranspose";
+      if ((conv.op_type() != "Conv" && !transpose) || !default_domain(conv) || conv.input_size() < 2 ||
+          conv.output_size() != 1)
+        continue;
+      if (transpose) {
+        const auto* ga = attr(conv, "group");
+        if (ga && ga->i() != 1) continue;
+      }
       const std::string y = conv.output(0);
       if (outputs.count(y) || sub_reads.count(y) || readers[y].size() != 1) continue;
       const int ri = readers[y][0];
@@ -180,7 +188,9 @@ Result<int> fold_into_convs(onnx::ModelProto& model, const std::string& dir) {
       if (!default_domain(r) || r.output_size() < 1) continue;
       auto w = constant(conv.input(1));
       if (!w.is_ok() || w->rank() < 3) continue;
-      const int64_t M = w->dim(0), per = w->numel() / std::max<int64_t>(M, 1);
+      // Weights of output channel m: Conv [M, per] rows; ConvTranspose [C, M, per] blocks.
+      const int64_t M = w->dim(transpose ? 1 : 0), C = transpose ? w->dim(0) : 1;
+      const int64_t per = w->numel() / std::max<int64_t>(M * C, 1);
       Tensor b = Tensor::host(DataType::kFloat32, {M});
       std::fill(b.data<float>(), b.data<float>() + M, 0.f);
       if (conv.input_size() > 2 && !conv.input(2).empty()) {
@@ -238,8 +248,9 @@ Result<int> fold_into_convs(onnx::ModelProto& model, const std::string& dir) {
       // New weight and bias tensors (the old ones may be shared with other nodes).
       Tensor w2 = w->clone_host();
       float* wp = w2.data<float>();
-      for (int64_t m = 0; m < M; ++m)
-        for (int64_t k = 0; k < per; ++k) wp[m * per + k] *= a[m];
+      for (int64_t c = 0; c < C; ++c)
+        for (int64_t m = 0; m < M; ++m)
+          for (int64_t k = 0; k < per; ++k) wp[(c * M + m) * per + k] *= a[m];
       std::vector<float> b2(static_cast<size_t>(M));
       for (int64_t m = 0; m < M; ++m) b2[m] = b.data<float>()[m] * a[m] + c[m];
       std::unordered_set<std::string> names;

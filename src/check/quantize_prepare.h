@@ -8,8 +8,8 @@
 //    initializers an IR < 4 model listed as graph inputs stop being inputs (they were
 //    constants there and stay constants).
 //  - fold_into_convs: a BatchNormalization, or a Mul / Add by a constant of one value per
-//    output channel (or one value), that is the only reader of a Conv's output is folded
-//    into that Conv's float weights and bias. Quantising first would put a Q/DQ pair and a
+//    output channel (or one value), that is the only reader of a Conv's output (or of a
+//    ConvTranspose's, group 1) is folded into that node's float weights and bias. Quantising first would put a Q/DQ pair and a
 //    float op between every convolution and its normalisation, costing accuracy and a
 //    pass over memory each; ONNX Runtime's quantiser expects this done beforehand too.
 //

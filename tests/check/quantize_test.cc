@@ -132,6 +132,60 @@ g (float[4,3,4,4] x) => (float[4,10] y, float[4,10] z) <float[10,48] w = {)" +
   EXPECT_LE(worst(1), 0.05);
 }
 
+// det's head: Conv → ConvTranspose (2x2, stride 2) → BatchNormalization → Relu → Conv.
+// The normalisation folds into the ConvTranspose's weights (its output channels are the
+// weight's axis 1), which are quantised per output channel on that axis; the upsampling
+// runs as one int8 kernel.
+TEST(Quantize, UpsamplingConvTransposeWithItsNormalisationBecomesInt8) {
+  TempDir dir;
+  const std::string path = write_model(dir, "up.onnx", R"(<ir_version: 8, opset_import: ["" : 13]>
+g (float[1,3,8,8] x) => (float[1,2,16,16] y) <float[6,3,3,3] w0 = {)" + random_values_text(162, 101, -0.4f, 0.4f) +
+                                                             R"(}, float[6,4,2,2] wd = {)" + random_values_text(96, 102, -0.4f, 0.4f) +
+                                                             R"(}, float[4] bd = {)" + random_values_text(4, 103, -0.2f, 0.2f) +
+                                                             R"(}, float[4] g = {)" + random_values_text(4, 104, 0.5f, 1.5f) +
+                                                             R"(}, float[4] be = {)" + random_values_text(4, 105, -0.3f, 0.3f) +
+                                                             R"(}, float[4] mu = {)" + random_values_text(4, 106, -0.2f, 0.2f) +
+                                                             R"(}, float[4] va = {)" + random_values_text(4, 107, 0.5f, 2.f) +
+                                                             R"(}, float[2,4,1,1] w2 = {)" + random_values_text(8, 108, -0.5f, 0.5f) + R"(}> {
+  c0 = Conv <pads = [1,1,1,1]> (x, w0)
+  r0 = Relu(c0)
+  d = ConvTranspose <strides = [2, 2]> (r0, wd, bd)
+  n = BatchNormalization (d, g, be, mu, va)
+  r = Relu(n)
+  y = Conv (r, w2)
+})");
+  check::QuantizeOptions o;
+  for (uint32_t s = 1; s <= 4; ++s) o.samples.push_back({{"x", random_tensor({1, 3, 8, 8}, s)}});
+  auto r = check::quantize_model(path, o);
+  ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+  EXPECT_EQ(r->conv_transposes, 1);
+  EXPECT_EQ(r->convs, 2);
+  EXPECT_EQ(r->folded, 1);
+  Env env;
+  auto fq = env.load(path);
+  auto q = env.load_bytes(r->model, "q.onnx");
+  ASSERT_TRUE(fq.is_ok() && q.is_ok()) << q.status().to_string();
+  const NamedTensors in{{"x", random_tensor({1, 3, 8, 8}, 9)}};
+  std::vector<NodeProfile> prof;
+  RunOptions ro;
+  ro.profile = &prof;
+  auto want = fq->run(in);
+  auto got = q->run(in, ro);
+  ASSERT_TRUE(want.is_ok() && got.is_ok()) << got.status().to_string();
+  std::map<std::string, int> ops;
+  for (const auto& p : prof) ++ops[p.op_type];
+  EXPECT_EQ(ops["QLinearConvTranspose"], 1);
+  EXPECT_EQ(ops["ConvTranspose"] + ops["BatchNormalization"], 0);
+  const Tensor &a = (*want)[0].second, &b = (*got)[0].second;
+  ASSERT_EQ(a.shape(), b.shape());
+  double dot = 0, na = 0, nb = 0;
+  for (int64_t i = 0; i < a.numel(); ++i) {
+    const double u = a.data<float>()[i], v = b.data<float>()[i];
+    dot += u * v, na += u * u, nb += v * v;
+  }
+  EXPECT_GT(dot / std::sqrt(na * nb), 0.995) << "int8 against float (a wrong fold gives 0.97)";
+}
+
 TEST(Quantize, PercentileKeepFloatAndPerTensorBelowOpset13) {
   TempDir dir;
   const std::string path = write_model(dir, "f11.onnx", float_model(11));
@@ -181,7 +235,7 @@ TEST(Quantize, RefusesWhatItCannotDoInOneLine) {
   expect(dir.file("junk.onnx"), o, "is not a valid ONNX model");
   expect(write_model(dir, "nothing.onnx", R"(<ir_version: 8, opset_import: ["" : 13]>
 g (float[2] x) => (float[2] y) { y = Relu(x) })"),
-         o, "has no Conv, MatMul or Gemm with constant float32 weights");
+         o, "has no Conv, ConvTranspose, MatMul or Gemm with constant float32 weights");
 }
 
 // An opset 9 model (no QuantizeLinear there) with what changed form on the way to opset

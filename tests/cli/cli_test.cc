@@ -381,7 +381,7 @@ g (float[1,3,8,8] x) => (float[1,4,8,8] y) <float[4,3,3,3] w = {)" + random_valu
   ASSERT_TRUE(io::write_npy(m("cal/x.npy"), random_tensor({1, 3, 8, 8}, 7)).is_ok());
   Outcome o = bulkhead("quantize " + m("conv.onnx") + " " + m("q.onnx") + " --calibrate " + m("cx.npy") + " --calibrate " + m("cal"), dir_);
   ASSERT_EQ(o.code, 0) << o.err;
-  EXPECT_NE(o.out.find("1 Conv, 0 MatMul and 0 Gemm quantised (weights int8 per channel"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("1 Conv, 0 ConvTranspose, 0 MatMul and 0 Gemm quantised (weights int8 per channel"), std::string::npos) << o.out;
   Outcome r = bulkhead("run " + m("q.onnx") + " -i " + m("cx.npy") + " -o " + m("qout"), dir_);
   EXPECT_EQ(r.code, 0) << r.err;
   expect_error("quantize " + m("conv.onnx") + " " + m("q2.onnx") + " --calibrate " + m("none.npy"), "none.npy");

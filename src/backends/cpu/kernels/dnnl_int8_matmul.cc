@@ -45,14 +45,26 @@ __attribute__((noinline)) void requantize_row(const int32_t* __restrict acc, con
   for (int64_t i = 0; i < n; ++i)
     y[i] = static_cast<uint8_t>(round_to_quantized(static_cast<float>(acc[i]) * mult[i], z, rlo, rhi));
 }
+// With a bias: `wide` sums acc + bias in int64 (exact always, but a scalar loop where the
+// CPU converts no int64 vectors to float); otherwise in int32, which vectorises and is
+// exact where the caller knows the sum fits (bias_sums_fit).
+template <bool wide>
 __attribute__((noinline)) void requantize_row(const int32_t* __restrict acc, const int32_t* __restrict bias,
                                               const float* __restrict mult, uint8_t* __restrict y, int64_t n, int32_t zy,
                                               int32_t lo, int32_t hi) {
   const float z = static_cast<float>(zy), rlo = static_cast<float>(lo - zy), rhi = static_cast<float>(hi - zy);
   for (int64_t i = 0; i < n; ++i) {
-    const float sum = static_cast<float>(int64_t{acc[i]} + bias[i]);
+    const float sum = wide ? static_cast<float>(int64_t{acc[i]} + bias[i]) : static_cast<float>(acc[i] + bias[i]);
     y[i] = static_cast<uint8_t>(round_to_quantized(sum * mult[i], z, rlo, rhi));
   }
+}
+
+// Whether every sum of K products of an 8-bit activation less its zero point (|v| <= 255)
+// and a weight of magnitude up to `b_max`, plus one of the `n` biases, fits int32.
+bool bias_sums_fit(int64_t K, int b_max, const int32_t* bias, int64_t n) {
+  int64_t most = 0;
+  for (int64_t i = 0; i < n; ++i) most = std::max<int64_t>(most, std::abs(int64_t{bias[i]}));
+  return K * 255 * int64_t{b_max} + most < (int64_t{1} << 31);
 }
 
 class Int8MatMulKernel final : public Kernel {
@@ -308,10 +320,12 @@ Status Int8MatMulKernel::compute(KernelContext& ctx) const {
       for (int64_t n = 0; n < N; ++n) mults[i * N + n] = float_at(*as, i) * bsv[n] / y_scale;
     const int32_t* acc = sums.data<int32_t>();
     uint8_t* out8 = static_cast<uint8_t*>(y.raw());
+    const bool narrow = bias && bias_sums_fit(K, b_max, bias->data<int32_t>(), N);
     parallel_for(ctx.threads(), R, std::max<int64_t>(1, 4096 / std::max<int64_t>(N, 1)), [&](int64_t r0, int64_t r1) {
       for (int64_t r = r0; r < r1; ++r) {
         const float* mult = mults.data() + (scales == 1 ? 0 : r % M) * N;
-        if (bias) requantize_row(acc + r * N, bias->data<int32_t>(), mult, out8 + r * N, N, zy, lo, hi);
+        if (narrow) requantize_row<false>(acc + r * N, bias->data<int32_t>(), mult, out8 + r * N, N, zy, lo, hi);
+        else if (bias) requantize_row<true>(acc + r * N, bias->data<int32_t>(), mult, out8 + r * N, N, zy, lo, hi);
         else requantize_row(acc + r * N, mult, out8 + r * N, N, zy, lo, hi);
       }
     });
@@ -426,9 +440,17 @@ Status qlinear_deconv_reference(KernelContext& ctx, bool x_nhwc, bool y_nhwc, co
 
 class Int8DeconvKernel final : public Kernel {
  public:
-  Int8DeconvKernel(std::unique_ptr<Int8MatMulKernel> product, int64_t C, int64_t M, int64_t kh, int64_t kw, bool x_nhwc,
-                   bool y_nhwc, ConvAttrs attrs)
-      : product_(std::move(product)), C_(C), M_(M), kh_(kh), kw_(kw), x_nhwc_(x_nhwc), y_nhwc_(y_nhwc), attrs_(std::move(attrs)) {}
+  Int8DeconvKernel(std::unique_ptr<Int8MatMulKernel> product, int b_max, int64_t C, int64_t M, int64_t kh, int64_t kw,
+                   bool x_nhwc, bool y_nhwc, ConvAttrs attrs)
+      : product_(std::move(product)),
+        b_max_(b_max),
+        C_(C),
+        M_(M),
+        kh_(kh),
+        kw_(kw),
+        x_nhwc_(x_nhwc),
+        y_nhwc_(y_nhwc),
+        attrs_(std::move(attrs)) {}
 
   // Builds the product's plan at session creation where x's shape is fixed.
   void prepare(const KernelInfo& info) const {
@@ -464,27 +486,43 @@ class Int8DeconvKernel final : public Kernel {
     BH_ASSIGN_OR_RETURN(bool done, product_->constant_b_sums(ctx, A, a.x->dtype(), R, zx, sums.data<int32_t>()));
     if (!done) return reference();
     BH_ASSIGN_OR_RETURN(Tensor y, ctx.allocate_output(0, a.yt, deconv_y_shape(a, y_nhwc_)));
+    // One input row's sums (W pixels x kh·kw·M, contiguous) are requantised in one pass:
+    // the multiplier and bias of each of its columns, laid out once.
     const std::vector<float> mult = deconv_multipliers(a);
+    const int64_t L = a.W * KM;
+    std::vector<float> row_mult(static_cast<size_t>(L));
+    std::vector<int32_t> row_bias(static_cast<size_t>(L));
+    for (int64_t q = 0; q < L; ++q) {
+      row_mult[q] = mult[q % M_];
+      row_bias[q] = a.b ? a.b->data<int32_t>()[q % M_] : 0;
+    }
     const int32_t zy = a.yz ? int_at(*a.yz, 0) : 0;
     const int32_t lo = a.yt == DataType::kUInt8 ? 0 : -128, hi = a.yt == DataType::kUInt8 ? 255 : 127;
-    const int32_t* bias = a.b ? a.b->data<int32_t>() : nullptr;
     const int32_t* acc = sums.data<int32_t>();
     uint8_t* out = static_cast<uint8_t*>(y.raw());
-    const int64_t OH = a.H * kh_, OW = a.W * kw_;
-    parallel_for(ctx.threads(), R, std::max<int64_t>(1, 4096 / KM), [&](int64_t r0, int64_t r1) {
-      std::vector<uint8_t> row(y_nhwc_ ? 0 : static_cast<size_t>(M_));
+    const int64_t H = a.H, W = a.W, OH = H * kh_, OW = W * kw_, M = M_, kh = kh_, kw = kw_;
+    const bool narrow = bias_sums_fit(C_, b_max_, row_bias.data(), M);
+    parallel_for(ctx.threads(), a.N * H, std::max<int64_t>(1, 16384 / std::max<int64_t>(L, 1)), [&](int64_t r0, int64_t r1) {
+      std::vector<uint8_t> row(static_cast<size_t>(L));
       for (int64_t r = r0; r < r1; ++r) {
-        const int64_t n = r / (a.H * a.W), h = (r / a.W) % a.H, w = r % a.W;
-        for (int64_t i = 0; i < kh_; ++i)
-          for (int64_t j = 0; j < kw_; ++j) {
-            const int32_t* s = acc + r * KM + (i * kw_ + j) * M_;
-            const int64_t oh = h * kh_ + i, ow = w * kw_ + j;
-            uint8_t* dst = y_nhwc_ ? out + ((n * OH + oh) * OW + ow) * M_ : row.data();
-            if (bias) requantize_row(s, bias, mult.data(), dst, M_, zy, lo, hi);
-            else requantize_row(s, mult.data(), dst, M_, zy, lo, hi);
-            if (!y_nhwc_)
-              for (int64_t m = 0; m < M_; ++m) out[((n * M_ + m) * OH + oh) * OW + ow] = row[m];
+        const int64_t n = r / H, h = r % H;
+        if (narrow) requantize_row<false>(acc + r * L, row_bias.data(), row_mult.data(), row.data(), L, zy, lo, hi);
+        else requantize_row<true>(acc + r * L, row_bias.data(), row_mult.data(), row.data(), L, zy, lo, hi);
+        // row[w][i][j][m] -> y's rows h·kh + i.
+        for (int64_t i = 0; i < kh; ++i) {
+          const int64_t oh = h * kh + i;
+          if (y_nhwc_) {
+            uint8_t* dst = out + (n * OH + oh) * OW * M;
+            for (int64_t w = 0; w < W; ++w) std::memcpy(dst + w * kw * M, row.data() + w * KM + i * kw * M, kw * M);
+          } else {
+            for (int64_t m = 0; m < M; ++m) {
+              uint8_t* dst = out + ((n * M + m) * OH + oh) * OW;
+              const uint8_t* src = row.data() + i * kw * M + m;
+              for (int64_t w = 0; w < W; ++w)
+                for (int64_t j = 0; j < kw; ++j) dst[w * kw + j] = src[w * KM + j * M];
+            }
           }
+        }
       }
     });
     return Status::ok();
@@ -492,6 +530,7 @@ class Int8DeconvKernel final : public Kernel {
 
  private:
   std::unique_ptr<Int8MatMulKernel> product_;  // B: the weights as [C, kh·kw·M], less their zero points
+  int b_max_;                                  // B's largest magnitude
   int64_t C_, M_, kh_, kw_;
   bool x_nhwc_, y_nhwc_;
   ConvAttrs attrs_;
@@ -656,7 +695,7 @@ Result<std::unique_ptr<Kernel>> make_qlinear_conv_transpose(const KernelInfo& in
                                                       std::move(eng));
     product->set_float_weights(std::move(b_f32));
     product->share_with(info.shared);
-    auto k = std::make_unique<Int8DeconvKernel>(std::move(product), C, M, kh, kw, xn, yn, std::move(attrs));
+    auto k = std::make_unique<Int8DeconvKernel>(std::move(product), most, C, M, kh, kw, xn, yn, std::move(attrs));
     k->prepare(info);
     return std::unique_ptr<Kernel>(std::move(k));
   } catch (const dnnl::error& e) {
