@@ -11,7 +11,7 @@
 //   _consts (floats); _result (int): the register quantised into Y.
 // Ops (QLinearEltwiseOp): add, sub, mul, div, max, min (a, b), relu (a), clip (a; lo, hi
 // the constants b and b + 1), hardswish (a), hardsigmoid (a; alpha, beta the constants b
-// and b + 1).
+// and b + 1), sigmoid, tanh (a), leakyrelu (a; alpha the constant b).
 #pragma once
 
 #include <cstdint>
@@ -29,6 +29,9 @@ enum class QLinearEltwiseOp : int64_t {
   kClip = 8,
   kHardSwish = 9,
   kHardSigmoid = 10,
+  kSigmoid = 11,
+  kTanh = 12,
+  kLeakyRelu = 13,
 };
 
 inline constexpr int kQLinearEltwiseMaxInputs = 4;

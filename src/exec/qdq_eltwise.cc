@@ -366,6 +366,16 @@ class Fuser {
       if (!a) return std::nullopt;
       return emit(Op::kHardSwish, *a, 0);
     }
+    if ((op == "Sigmoid" || op == "Tanh") && n.inputs.size() == 1) {
+      auto a = compile(n.inputs[0], p, depth + 1);
+      if (!a) return std::nullopt;
+      return emit(op == "Sigmoid" ? Op::kSigmoid : Op::kTanh, *a, 0);
+    }
+    if (op == "LeakyRelu" && n.inputs.size() == 1) {
+      auto a = compile(n.inputs[0], p, depth + 1);
+      if (!a) return std::nullopt;
+      return emit(Op::kLeakyRelu, *a, add_const(p, n.attr_float("alpha", 0.01f)));
+    }
     if (op == "HardSigmoid" && n.inputs.size() == 1) {
       auto a = compile(n.inputs[0], p, depth + 1);
       if (!a) return std::nullopt;

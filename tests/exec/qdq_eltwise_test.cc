@@ -106,6 +106,25 @@ TEST(QdqEltwise, BroadcastOperandsOfEveryKindAndEveryOp) {
   EXPECT_EQ(ops["HardSigmoid"] + ops["HardSwish"] + ops["Max"] + ops["Min"] + ops["Sub"] + ops["Mul"], 0);
 }
 
+TEST(QdqEltwise, SigmoidTanhAndLeakyReluChainsAreOneNode) {
+  // SiLU (x·sigmoid(x), YOLO's activation), tanh and a leaky ReLU between quantisations:
+  // one QLinearEltwise each, the bits of the Sigmoid, Tanh and LeakyRelu kernels.
+  const std::string text = std::string(kHeader) + R"(g (uint8[2,16,9,7] xq) => (uint8[2,16,9,7] sq, int8[2,16,9,7] tq, uint8[2,16,9,7] lq)
+<float s = {0.06}, uint8 z = {128}, float ys = {0.03}, uint8 yz = {10}, float ts = {0.008}, int8 tz = {0}> {
+  x = DequantizeLinear(xq, s, z)
+  g = Sigmoid(x)
+  m = Mul(x, g)
+  sq = QuantizeLinear(m, ys, yz)
+  t = Tanh(x)
+  tq = QuantizeLinear(t, ts, tz)
+  l = LeakyRelu <alpha = 0.1> (x)
+  lq = QuantizeLinear(l, s, z)
+})";
+  auto ops = expect_fused_same(text, {{"xq", u8({2, 16, 9, 7}, 37)}});
+  EXPECT_EQ(ops["QLinearEltwise"], 3);
+  EXPECT_EQ(ops["Sigmoid"] + ops["Tanh"] + ops["LeakyRelu"] + ops["Mul"] + ops["DequantizeLinear"], 0);
+}
+
 TEST(QdqEltwise, MaxPoolBetweenEqualQuantisationRunsOnTheQuantisedTensor) {
   // DequantizeLinear → MaxPool → QuantizeLinear with one scale, zero point and type: the
   // MaxPool alone on the quantised tensor, the same bits (uint8 with pads, strides and

@@ -12,6 +12,7 @@
 
 #include "backends/cpu/cpu_kernels.h"
 #include "backends/cpu/cpu_util.h"
+#include "backends/cpu/kernels/activation_rows.h"
 #include "backends/cpu/kernels/elementwise_dispatch.h"
 #include "backends/cpu/kernels/type_check.h"
 
@@ -390,6 +391,15 @@ class ClipKernel final : public Kernel {
 };
 
 }  // namespace
+
+// The Sigmoid and Tanh kernels' float32 values, for QLinearEltwise (quant_eltwise.cc):
+// the same inline functions compiled here, with this file's flags, give the same bits.
+void sigmoid_rows_f32(const float* __restrict x, float* __restrict y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = t_sigmoid(x[i]);
+}
+void tanh_rows_f32(const float* __restrict x, float* __restrict y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = t_tanh(x[i]);
+}
 
 void register_elementwise_kernels(KernelTable& t) {
   t.add("Abs", 1, unary_factory<AbsOp>());

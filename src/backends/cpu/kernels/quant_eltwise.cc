@@ -13,6 +13,7 @@
 
 #include "backends/cpu/cpu_kernels.h"
 #include "backends/cpu/cpu_util.h"
+#include "backends/cpu/kernels/activation_rows.h"
 #include "backends/cpu/kernels/quant_util.h"
 #include "backend/qlinear_eltwise.h"
 
@@ -171,6 +172,11 @@ __attribute__((noinline)) void unary(Op op, float* __restrict d, const float* __
     case Op::kHardSigmoid:
       for (int64_t i = 0; i < n; ++i) d[i] = std::max(0.f, std::min(1.f, c0 * a[i] + c1));
       break;
+    case Op::kSigmoid: sigmoid_rows_f32(a, d, n); break;
+    case Op::kTanh: tanh_rows_f32(a, d, n); break;
+    case Op::kLeakyRelu:
+      for (int64_t i = 0; i < n; ++i) d[i] = a[i] < 0.f ? c0 * a[i] : a[i];
+      break;
     default: break;
   }
 }
@@ -273,7 +279,9 @@ class QLinearEltwiseKernel final : public Kernel {
           float* d = regs.data() + c[1] * kBlock;
           auto reg = [&](int64_t x) -> const float* { return x >= 0 ? regs.data() + x * kBlock : nullptr; };
           auto cst = [&](int64_t x) { return x < 0 ? p_.consts[-x - 1] : 0.f; };
-          if (op == Op::kRelu || op == Op::kHardSwish) unary(op, d, reg(c[2]), 0.f, 0.f, len);
+          if (op == Op::kRelu || op == Op::kHardSwish || op == Op::kSigmoid || op == Op::kTanh)
+            unary(op, d, reg(c[2]), 0.f, 0.f, len);
+          else if (op == Op::kLeakyRelu) unary(op, d, reg(c[2]), cst(c[3]), 0.f, len);
           else if (op == Op::kClip || op == Op::kHardSigmoid) unary(op, d, reg(c[2]), cst(c[3]), p_.consts[-c[3]], len);
           else binary(op, d, reg(c[2]), cst(c[2]), reg(c[3]), cst(c[3]), len);
         }
@@ -329,8 +337,11 @@ Result<std::unique_ptr<Kernel>> make_qlinear_eltwise(const KernelInfo& info) {
       case Op::kAdd: case Op::kSub: case Op::kMul: case Op::kDiv: case Op::kMax: case Op::kMin:
         ok = ok && ok_operand(a, false) && ok_operand(b, false);
         break;
-      case Op::kRelu: case Op::kHardSwish:
+      case Op::kRelu: case Op::kHardSwish: case Op::kSigmoid: case Op::kTanh:
         ok = ok && a >= 0 && ok_operand(a, false);
+        break;
+      case Op::kLeakyRelu:
+        ok = ok && a >= 0 && ok_operand(a, false) && b < 0 && ok_operand(b, false);
         break;
       case Op::kClip: case Op::kHardSigmoid:
         ok = ok && a >= 0 && ok_operand(a, false) && b < 0 && ok_operand(b, true);
