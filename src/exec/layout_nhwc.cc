@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "backend/qlinear_conv_transpose.h"
+#include "backend/qlinear_pool.h"
 #include "exec/graph_constants.h"
 #include "exec/layout.h"
 #include "exec/outer_refs.h"
@@ -17,8 +18,9 @@ using ir::Dim;
 using ir::Graph;
 using ir::Node;
 
-// kPool: an int8 MaxPool (its QDQ pair folded away, exec/qdq_eltwise.h); it follows its
-// input's layout like kUnary, but is told so (_layout), since a window is not element-wise.
+// kPool: an int8 MaxPool (its QDQ pair folded away, exec/qdq_eltwise.h) or
+// QLinearGlobalAveragePool; it follows its input's layout like kUnary, but is told so
+// (_layout), since a window is not element-wise.
 enum class Kind { kNone, kConv, kUnary, kBinary, kPool };
 
 ir::Attribute str_attr(const char* s) {
@@ -233,6 +235,12 @@ class NhwcPlanner {
       for (const auto& in : n.inputs)
         if (in.empty()) return Kind::kNone;
       return n.inputs.size() == 1 ? Kind::kUnary : n.inputs.size() == 2 ? Kind::kBinary : Kind::kNone;
+    }
+    // The QDQ pass's int8 global average pool: a window over the whole plane, told its layout.
+    if (n.domain == kQLinearPoolDomain && n.op_type == kQLinearGlobalAveragePool && only_first_output(n)) {
+      if (n.inputs.size() != 1 || n.has_attr("_layout") || !shape4(n.inputs[0])) return Kind::kNone;
+      const DataType xt = g_.info(n.inputs[0])->dtype;
+      return xt == DataType::kUInt8 || xt == DataType::kInt8 ? Kind::kPool : Kind::kNone;
     }
     const bool deconv = n.domain == kQLinearConvTransposeDomain && n.op_type == kQLinearConvTranspose;
     if ((!n.domain.empty() && !deconv) || !only_first_output(n) || n.inputs.empty() || n.inputs[0].empty())

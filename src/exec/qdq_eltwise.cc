@@ -7,6 +7,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "backend/qlinear_pool.h"
 #include "exec/graph_constants.h"
 #include "exec/outer_refs.h"
 
@@ -144,6 +145,7 @@ class Fuser {
       return std::nullopt;
     }
     if (std::optional<Node> m = try_on_quantized(q, *ys, zy, yt, before)) return m;
+    if (std::optional<Node> m = try_global_average_pool(q, *ys, zy, yt)) return m;
     Program p;
     std::optional<int> result = compile(q.inputs[0], p, 0);
     if (!result) return std::nullopt;
@@ -284,6 +286,45 @@ class Fuser {
     }
     dead_[mi] = true;
     for (size_t di : dqs) drop_if_unread(di, mi);
+    return f;
+  }
+
+  // DequantizeLinear → GlobalAveragePool → QuantizeLinear: one QLinearGlobalAveragePool
+  // (backend/qlinear_pool.h) over the quantised tensor, within one step of the float path.
+  std::optional<Node> try_global_average_pool(const Node& q, float ys, int64_t zy, DataType yt) {
+    if (!(ys > 0) || !std::isfinite(ys)) return std::nullopt;
+    auto mp = producer_.find(q.inputs[0]);
+    if (mp == producer_.end()) return std::nullopt;
+    const size_t mi = mp->second;
+    const Node& m = g_.nodes[mi];
+    if (m.op_type != "GlobalAveragePool" || !m.domain.empty() || dead_[mi] || m.inputs.size() != 1 || m.inputs[0].empty() ||
+        m.outputs.size() != 1 || pinned_.count(m.outputs[0]) || consumers_[m.outputs[0]].size() != 1)
+      return std::nullopt;
+    auto dp = producer_.find(m.inputs[0]);
+    if (dp == producer_.end() || dead_[dp->second]) return std::nullopt;
+    const std::optional<Dq> dq = per_tensor_dq(g_.nodes[dp->second]);
+    if (!dq || !(dq->scale > 0) || !std::isfinite(dq->scale)) return std::nullopt;
+    Node f;
+    f.name = q.name;
+    f.op_type = kQLinearGlobalAveragePool;
+    f.domain = kQLinearPoolDomain;
+    f.opset = 1;
+    f.inputs = {g_.nodes[dp->second].inputs[0]};
+    f.outputs = {q.outputs[0]};
+    auto attr = [](AttrType t, float fv, int64_t iv) {
+      ir::Attribute a;
+      a.type = t;
+      a.f = fv;
+      a.i = iv;
+      return a;
+    };
+    f.attrs["_x_scale"] = attr(AttrType::kFloat, dq->scale, 0);
+    f.attrs["_x_zero_point"] = attr(AttrType::kInt, 0, dq->zero);
+    f.attrs["_y_scale"] = attr(AttrType::kFloat, ys, 0);
+    f.attrs["_y_zero_point"] = attr(AttrType::kInt, 0, zy);
+    f.attrs["_y_type"] = attr(AttrType::kInt, 0, static_cast<int64_t>(yt));
+    dead_[mi] = true;
+    drop_if_unread(dp->second, mi);
     return f;
   }
 

@@ -2,6 +2,7 @@
 // at optimisation level 2 (fused) are those of level 1 (the same ops one node at a time)
 // bit for bit — det's activation chain, a residual Add → Relu of two quantised inputs,
 // broadcast operands of every kind, every op; and what must not be fused is not.
+#include <cstdlib>
 #include <map>
 #include <random>
 
@@ -123,6 +124,64 @@ TEST(QdqEltwise, SigmoidTanhAndLeakyReluChainsAreOneNode) {
   auto ops = expect_fused_same(text, {{"xq", u8({2, 16, 9, 7}, 37)}});
   EXPECT_EQ(ops["QLinearEltwise"], 3);
   EXPECT_EQ(ops["Sigmoid"] + ops["Tanh"] + ops["LeakyRelu"] + ops["Mul"] + ops["DequantizeLinear"], 0);
+}
+
+// Level 2 against level 1 within `step` quantisation steps, at 1 and 2 threads; the ops
+// level 2 ran.
+std::map<std::string, int> expect_fused_within(const std::string& text, const NamedTensors& in, int step) {
+  SessionOptions plain;
+  plain.optimization_level = 1;
+  const ProfiledRun ref = run_profiled(text, plain, in);
+  std::map<std::string, int> ops;
+  for (int threads : {1, 2}) {
+    SessionOptions o;
+    o.threads = threads;
+    o.one_thread_when_small = false;
+    const ProfiledRun got = run_profiled(text, o, in);
+    EXPECT_EQ(got.outputs.size(), ref.outputs.size());
+    for (size_t k = 0; k < got.outputs.size() && k < ref.outputs.size(); ++k) {
+      const Tensor &a = ref.outputs[k].second, &b = got.outputs[k].second;
+      EXPECT_EQ(a.shape(), b.shape());
+      EXPECT_EQ(a.dtype(), b.dtype());
+      if (a.shape() != b.shape() || a.dtype() != b.dtype()) continue;
+      for (int64_t i = 0; i < a.numel(); ++i) {
+        const int va = a.dtype() == DataType::kUInt8 ? a.data<uint8_t>()[i] : a.data<int8_t>()[i];
+        const int vb = b.dtype() == DataType::kUInt8 ? b.data<uint8_t>()[i] : b.data<int8_t>()[i];
+        EXPECT_LE(std::abs(va - vb), step) << "output " << k << " element " << i << ", threads " << threads;
+      }
+    }
+    ops = got.ops;
+  }
+  return ops;
+}
+
+TEST(QdqEltwise, GlobalAveragePoolRunsOnTheQuantisedTensorWithinOneStep) {
+  // A graph input (NCHW) and a QDQ convolution's channels-last output (a squeeze-and-
+  // excitation block's pooling), pooled to another scale, zero point and type: one
+  // QLinearGlobalAveragePool each.
+  std::string weights;
+  std::mt19937 rng(41);
+  for (int i = 0; i < 24 * 8 * 9; ++i) weights += (i ? "," : "") + std::to_string(static_cast<int>(rng() % 255) - 127);
+  const std::string text = std::string(kHeader) + R"(g (uint8[2,8,13,11] xq) => (uint8[2,8,1,1] pq, int8[2,24,1,1] cq)
+<float s = {0.05}, uint8 z = {100}, float ps = {0.02}, uint8 pz = {110}, int8[24,8,3,3] w = {)" + weights +
+                           R"(}, float ws = {0.004}, float hs = {0.09}, uint8 hz = {0}, float cs = {0.03}, int8 cz = {-20}> {
+  x = DequantizeLinear(xq, s, z)
+  p = GlobalAveragePool(x)
+  pq = QuantizeLinear(p, ps, pz)
+  wf = DequantizeLinear(w, ws)
+  c = Conv <pads = [1,1,1,1]> (x, wf)
+  r = Relu(c)
+  hq = QuantizeLinear(r, hs, hz)
+  h = DequantizeLinear(hq, hs, hz)
+  g = GlobalAveragePool(h)
+  gq = QuantizeLinear(g, cs, cz)
+  gd = DequantizeLinear(gq, cs, cz)
+  e = Sigmoid(gd)
+  cq = QuantizeLinear(e, cs, cz)
+})";
+  auto ops = expect_fused_within(text, {{"xq", u8({2, 8, 13, 11}, 42)}}, 1);
+  EXPECT_EQ(ops["QLinearGlobalAveragePool"], 2);
+  EXPECT_EQ(ops["GlobalAveragePool"] + ops["QuantizeLinear"], 0);
 }
 
 TEST(QdqEltwise, MaxPoolBetweenEqualQuantisationRunsOnTheQuantisedTensor) {

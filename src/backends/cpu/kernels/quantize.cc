@@ -1,6 +1,7 @@
 // Quantisation kernels: QuantizeLinear, DequantizeLinear (per tensor, per axis and blocked;
 // 8/16-bit integers, int4/uint4, int2/uint2, the float8 types and float4e2m1) and
-// DynamicQuantizeLinear, QLinearMatMul and QLinearGemm (internal, backend/qlinear_gemm.h).
+// DynamicQuantizeLinear, QLinearMatMul, and the internal QLinearGemm (backend/qlinear_gemm.h)
+// and QLinearGlobalAveragePool (backend/qlinear_pool.h).
 //
 // Arithmetic follows the ONNX reference: QuantizeLinear computes x / scale in float32,
 // rounds half to even, adds the zero point and saturates to the target's range (small float
@@ -21,6 +22,7 @@
 #include "backends/cpu/kernels/quant_util.h"
 #include "backend/qlinear_conv_transpose.h"
 #include "backend/qlinear_gemm.h"
+#include "backend/qlinear_pool.h"
 #include "bulkhead/dtype.h"
 
 namespace bulkhead::cpu {
@@ -396,6 +398,104 @@ Status qlinear_matmul_compute(KernelContext& ctx, bool gemm) {
   return Status::ok();
 }
 
+// ---------------------------------------------------------------------------------------
+// QLinearGlobalAveragePool (internal, backend/qlinear_pool.h).
+
+struct QGapAttrs {
+  double xs = 1, ys = 1;
+  int32_t zx = 0, zy = 0;
+  DataType yt = DataType::kUInt8;
+  bool nhwc = false;
+};
+
+template <typename T>
+Status qlinear_global_average_pool(KernelContext& ctx, const Tensor& x, const QGapAttrs& a) {
+  const int64_t N = x.dim(0), C = x.dim(a.nhwc ? x.rank() - 1 : 1);
+  const int64_t S = N * C == 0 ? 0 : x.numel() / (N * C);
+  Shape ys(static_cast<size_t>(x.rank()), 1);
+  ys[0] = N;
+  ys[a.nhwc ? ys.size() - 1 : 1] = C;
+  BH_ASSIGN_OR_RETURN(Tensor y, ctx.allocate_output(0, a.yt, ys));
+  if (N * C == 0) return Status::ok();
+  if (S == 0) return invalid_argument(ctx.where() + "empty spatial extent in " + x.describe());
+  const T* xp = x.data<T>();
+  uint8_t* out = static_cast<uint8_t*>(y.raw());
+  int32_t lo = 0, hi = 0;
+  int_range(a.yt, &lo, &hi);
+  // (sum - S·zx) · (xs / ys) / S, rounded half to even.
+  const double mult = a.xs / a.ys / static_cast<double>(S);
+  auto finish = [&](int64_t sum) {
+    double v = std::nearbyint(static_cast<double>(sum - S * int64_t{a.zx}) * mult) + a.zy;
+    if (std::isnan(v)) v = a.zy;
+    return static_cast<uint8_t>(static_cast<int32_t>(std::clamp(v, static_cast<double>(lo), static_cast<double>(hi))));
+  };
+  if (a.nhwc) {
+    // Rows of C values: one int64 sum per channel (int32 partial sums of up to 2^23 rows).
+    parallel_for(ctx.threads(), N, 1, [&](int64_t b, int64_t e) {
+      std::vector<int64_t> sum(static_cast<size_t>(C));
+      std::vector<int32_t> part(static_cast<size_t>(C));
+      for (int64_t n = b; n < e; ++n) {
+        std::fill(sum.begin(), sum.end(), 0);
+        for (int64_t s0 = 0; s0 < S; s0 += int64_t{1} << 23) {
+          std::fill(part.begin(), part.end(), 0);
+          const int64_t s1 = std::min(S, s0 + (int64_t{1} << 23));
+          for (int64_t s = s0; s < s1; ++s) {
+            const T* row = xp + (n * S + s) * C;
+            for (int64_t c = 0; c < C; ++c) part[c] += row[c];
+          }
+          for (int64_t c = 0; c < C; ++c) sum[c] += part[c];
+        }
+        for (int64_t c = 0; c < C; ++c) out[n * C + c] = finish(sum[c]);
+      }
+    });
+  } else {
+    parallel_for(ctx.threads(), N * C, 4, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) {
+        const T* p = xp + i * S;
+        int64_t sum = 0;
+        for (int64_t s0 = 0; s0 < S; s0 += int64_t{1} << 23) {
+          int32_t part = 0;
+          const int64_t s1 = std::min(S, s0 + (int64_t{1} << 23));
+          for (int64_t s = s0; s < s1; ++s) part += p[s];
+          sum += part;
+        }
+        out[i] = finish(sum);
+      }
+    });
+  }
+  return Status::ok();
+}
+
+Result<std::unique_ptr<Kernel>> make_qlinear_global_average_pool(const KernelInfo& info) {
+  const ir::Node& n = info.node;
+  QGapAttrs a;
+  a.xs = n.attr_float("_x_scale", 1.f);
+  a.ys = n.attr_float("_y_scale", 1.f);
+  a.zx = static_cast<int32_t>(n.attr_int("_x_zero_point", 0));
+  a.zy = static_cast<int32_t>(n.attr_int("_y_zero_point", 0));
+  a.yt = static_cast<DataType>(n.attr_int("_y_type", static_cast<int64_t>(DataType::kUInt8)));
+  const std::string layout = n.attr_string("_layout", "");
+  if (!layout.empty() && layout != "nhwc")
+    return invalid_argument(info.where() + "unsupported _layout '" + layout + "' (only nhwc)");
+  a.nhwc = layout == "nhwc";
+  if (a.yt != DataType::kUInt8 && a.yt != DataType::kInt8) return invalid_argument(info.where() + "_y_type must be uint8 or int8");
+  int32_t lo = 0, hi = 0;
+  int_range(a.yt, &lo, &hi);
+  if (a.zy < lo || a.zy > hi || a.zx < -128 || a.zx > 255)
+    return invalid_argument(info.where() + "zero points out of their types' ranges");
+  if (!(a.xs > 0) || !(a.ys > 0) || !std::isfinite(a.xs) || !std::isfinite(a.ys))
+    return invalid_argument(info.where() + "_x_scale and _y_scale must be positive and finite");
+  return make_kernel([a](KernelContext& ctx) -> Status {
+    BH_ASSIGN_OR_RETURN(const Tensor* x, required_input(ctx, 0, "X"));
+    if (x->rank() < 3 || (a.nhwc && x->rank() != 4))
+      return invalid_argument(ctx.where() + "X must be [N, C, spatial...]" + (a.nhwc ? " channels-last, rank 4" : "") +
+                              ", got " + x->describe());
+    if (x->dtype() == DataType::kUInt8) return qlinear_global_average_pool<uint8_t>(ctx, *x, a);
+    if (x->dtype() == DataType::kInt8) return qlinear_global_average_pool<int8_t>(ctx, *x, a);
+    return unsupported(ctx.where() + "X must be uint8 or int8, got " + x->describe());
+  });
+}
+
 }  // namespace
 
 void register_quant_eltwise_kernels(KernelTable& t);  // quant_eltwise.cc
@@ -428,6 +528,7 @@ void register_quantize_kernels(KernelTable& t) {
       },
       kQLinearGemmDomain);
   t.add(kQLinearConvTranspose, 1, make_qlinear_conv_transpose, kQLinearConvTransposeDomain);
+  t.add(kQLinearGlobalAveragePool, 1, make_qlinear_global_average_pool, kQLinearPoolDomain);
   t.add("DynamicQuantizeLinear", 11, [](const KernelInfo&) -> Result<std::unique_ptr<Kernel>> {
     return make_kernel(dynamic_quantize_compute);
   });
