@@ -236,7 +236,10 @@ class Fuser {
     if (m.op_type == "MaxPool") {
       if (m.inputs.size() != 1) return std::nullopt;
     } else if (m.op_type == "Resize") {
-      if (m.attr_string("mode", "nearest") != "nearest") return std::nullopt;
+      // Nearest pixels only; tf_crop_and_resize writes extrapolation_value (a float) outside.
+      if (m.attr_string("mode", "nearest") != "nearest" ||
+          m.attr_string("coordinate_transformation_mode", "half_pixel") == "tf_crop_and_resize")
+        return std::nullopt;
     } else if (!concat && !movers.count(m.op_type)) {
       return std::nullopt;
     }

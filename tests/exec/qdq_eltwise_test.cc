@@ -295,9 +295,16 @@ TEST(QdqEltwise, ConcatOfOtherQuantisationsRequantisesItsInputs) {
 }
 
 TEST(QdqEltwise, ValueMixingOpsAndOtherQuantisationsStayInFloat) {
-  // A linear Resize mixes values; a Transpose to another scale needs arithmetic: both
-  // keep their DequantizeLinear and QuantizeLinear.
+  // A linear Resize mixes values; a tf_crop_and_resize one writes its float
+  // extrapolation_value outside the input; a Transpose to another scale needs arithmetic:
+  // each keeps its DequantizeLinear and QuantizeLinear.
   const char* cases[] = {
+      R"(g (uint8[1,2,4,4] xq) => (uint8[1,2,8,8] yq) <float s = {0.05}, uint8 z = {100}, float[4] scales = {1, 1, 2, 2},
+ float[8] roi = {0, 0, -0.5, -0.5, 1, 1, 1.5, 1.5}> {
+  x = DequantizeLinear(xq, s, z)
+  r = Resize <mode = "nearest", coordinate_transformation_mode = "tf_crop_and_resize", extrapolation_value = 0.0> (x, roi, scales)
+  yq = QuantizeLinear(r, s, z)
+})",
       R"(g (uint8[1,2,4,4] xq) => (uint8[1,2,8,8] yq) <float s = {0.05}, uint8 z = {100}, float[4] scales = {1, 1, 2, 2}> {
   x = DequantizeLinear(xq, s, z)
   r = Resize <mode = "linear"> (x, , scales)
