@@ -19,6 +19,15 @@ using ir::Graph;
 using ir::Node;
 using Op = bulkhead::QLinearEltwiseOp;
 
+// A float or int attribute (`t` says which of fv, iv it holds).
+ir::Attribute scalar_attr(AttrType t, float fv, int64_t iv) {
+  ir::Attribute a;
+  a.type = t;
+  a.f = fv;
+  a.i = iv;
+  return a;
+}
+
 class Fuser {
  public:
   Fuser(Graph& g, bool input_defaults_constant) : g_(g), constants_(g, input_defaults_constant) {}
@@ -189,22 +198,15 @@ class Fuser {
       a.floats = std::move(v);
       return a;
     };
-    auto scalar = [](AttrType t, float fv, int64_t iv) {
-      ir::Attribute a;
-      a.type = t;
-      a.f = fv;
-      a.i = iv;
-      return a;
-    };
     f.attrs["_x_scales"] = floats(p.scales);
     f.attrs["_x_zero_points"] = ints(p.zeros);
     f.attrs["_x_registers"] = ints(p.input_regs);
-    f.attrs["_y_scale"] = scalar(AttrType::kFloat, ys, 0);
-    f.attrs["_y_zero_point"] = scalar(AttrType::kInt, 0, zy);
-    f.attrs["_y_type"] = scalar(AttrType::kInt, 0, static_cast<int64_t>(yt));
+    f.attrs["_y_scale"] = scalar_attr(AttrType::kFloat, ys, 0);
+    f.attrs["_y_zero_point"] = scalar_attr(AttrType::kInt, 0, zy);
+    f.attrs["_y_type"] = scalar_attr(AttrType::kInt, 0, static_cast<int64_t>(yt));
     f.attrs["_code"] = ints(p.code);
     f.attrs["_consts"] = floats(p.consts);
-    f.attrs["_result"] = scalar(AttrType::kInt, 0, result);
+    f.attrs["_result"] = scalar_attr(AttrType::kInt, 0, result);
     return f;
   }
 
@@ -314,18 +316,11 @@ class Fuser {
     f.opset = 1;
     f.inputs = {g_.nodes[dp->second].inputs[0]};
     f.outputs = {q.outputs[0]};
-    auto attr = [](AttrType t, float fv, int64_t iv) {
-      ir::Attribute a;
-      a.type = t;
-      a.f = fv;
-      a.i = iv;
-      return a;
-    };
-    f.attrs["_x_scale"] = attr(AttrType::kFloat, dq->scale, 0);
-    f.attrs["_x_zero_point"] = attr(AttrType::kInt, 0, dq->zero);
-    f.attrs["_y_scale"] = attr(AttrType::kFloat, ys, 0);
-    f.attrs["_y_zero_point"] = attr(AttrType::kInt, 0, zy);
-    f.attrs["_y_type"] = attr(AttrType::kInt, 0, static_cast<int64_t>(yt));
+    f.attrs["_x_scale"] = scalar_attr(AttrType::kFloat, dq->scale, 0);
+    f.attrs["_x_zero_point"] = scalar_attr(AttrType::kInt, 0, dq->zero);
+    f.attrs["_y_scale"] = scalar_attr(AttrType::kFloat, ys, 0);
+    f.attrs["_y_zero_point"] = scalar_attr(AttrType::kInt, 0, zy);
+    f.attrs["_y_type"] = scalar_attr(AttrType::kInt, 0, static_cast<int64_t>(yt));
     dead_[mi] = true;
     drop_if_unread(dp->second, mi);
     return f;

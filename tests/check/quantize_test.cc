@@ -84,6 +84,32 @@ TEST(Quantize, WritesAQdqModelCloseToTheFloatOneThatRunsOnInt8Kernels) {
   EXPECT_LE(worst, 2.5 * top / 255 + 1e-6);
 }
 
+// The float model at `path` and its quantised form `qdq` run on `in`: both outputs, and
+// how many nodes of each operator the quantised session ran.
+struct FloatAndInt8 {
+  NamedTensors want, got;
+  std::map<std::string, int> ops;
+};
+FloatAndInt8 run_float_and_int8(const std::string& path, const std::string& qdq, const NamedTensors& in) {
+  FloatAndInt8 r;
+  Env env;
+  auto fq = env.load(path);
+  auto q = env.load_bytes(qdq, "q.onnx");
+  EXPECT_TRUE(fq.is_ok() && q.is_ok()) << q.status().to_string();
+  if (!fq.is_ok() || !q.is_ok()) return r;
+  std::vector<NodeProfile> prof;
+  RunOptions ro;
+  ro.profile = &prof;
+  auto want = fq->run(in);
+  auto got = q->run(in, ro);
+  EXPECT_TRUE(want.is_ok() && got.is_ok()) << got.status().to_string();
+  if (!want.is_ok() || !got.is_ok()) return r;
+  r.want = std::move(*want);
+  r.got = std::move(*got);
+  for (const auto& p : prof) ++r.ops[p.op_type];
+  return r;
+}
+
 // A fully connected classifier head: Flatten → Gemm (transB 1, with a bias) → Softmax, and
 // a Gemm the int8 kernels do not take (alpha 0.5), left in float.
 TEST(Quantize, FullyConnectedGemmsBecomeInt8WithTheirBias) {
@@ -103,22 +129,11 @@ g (float[4,3,4,4] x) => (float[4,10] y, float[4,10] z) <float[10,48] w = {)" +
   ASSERT_TRUE(r.is_ok()) << r.status().to_string();
   EXPECT_EQ(r->gemms, 1);
   EXPECT_EQ(r->convs + r->matmuls, 0);
-  Env env;
-  auto fq = env.load(path);
-  auto q = env.load_bytes(r->model, "q.onnx");
-  ASSERT_TRUE(fq.is_ok() && q.is_ok()) << q.status().to_string();
-  const NamedTensors in{{"x", random_tensor({4, 3, 4, 4}, 9)}};
-  std::vector<NodeProfile> prof;
-  RunOptions ro;
-  ro.profile = &prof;
-  auto want = fq->run(in);
-  auto got = q->run(in, ro);
-  ASSERT_TRUE(want.is_ok() && got.is_ok()) << got.status().to_string();
-  int int8_gemms = 0;
-  for (const auto& p : prof) int8_gemms += p.op_type == "QLinearGemm";
-  EXPECT_EQ(int8_gemms, 1);
+  const FloatAndInt8 run = run_float_and_int8(path, r->model, {{"x", random_tensor({4, 3, 4, 4}, 9)}});
+  ASSERT_EQ(run.got.size(), 2u);
+  EXPECT_EQ(run.ops.count("QLinearGemm") ? run.ops.at("QLinearGemm") : 0, 1);
   auto worst = [&](int k) {
-    const Tensor &a = (*want)[k].second, &b = (*got)[k].second;
+    const Tensor &a = run.want[k].second, &b = run.got[k].second;
     EXPECT_EQ(a.shape(), b.shape());
     double w = 0;
     for (int64_t i = 0; i < a.numel() && a.shape() == b.shape(); ++i)
@@ -161,22 +176,11 @@ g (float[1,3,8,8] x) => (float[1,2,16,16] y) <float[6,3,3,3] w0 = {)" + random_v
   EXPECT_EQ(r->conv_transposes, 1);
   EXPECT_EQ(r->convs, 2);
   EXPECT_EQ(r->folded, 1);
-  Env env;
-  auto fq = env.load(path);
-  auto q = env.load_bytes(r->model, "q.onnx");
-  ASSERT_TRUE(fq.is_ok() && q.is_ok()) << q.status().to_string();
-  const NamedTensors in{{"x", random_tensor({1, 3, 8, 8}, 9)}};
-  std::vector<NodeProfile> prof;
-  RunOptions ro;
-  ro.profile = &prof;
-  auto want = fq->run(in);
-  auto got = q->run(in, ro);
-  ASSERT_TRUE(want.is_ok() && got.is_ok()) << got.status().to_string();
-  std::map<std::string, int> ops;
-  for (const auto& p : prof) ++ops[p.op_type];
-  EXPECT_EQ(ops["QLinearConvTranspose"], 1);
-  EXPECT_EQ(ops["ConvTranspose"] + ops["BatchNormalization"], 0);
-  const Tensor &a = (*want)[0].second, &b = (*got)[0].second;
+  FloatAndInt8 run = run_float_and_int8(path, r->model, {{"x", random_tensor({1, 3, 8, 8}, 9)}});
+  ASSERT_EQ(run.got.size(), 1u);
+  EXPECT_EQ(run.ops["QLinearConvTranspose"], 1);
+  EXPECT_EQ(run.ops["ConvTranspose"] + run.ops["BatchNormalization"], 0);
+  const Tensor &a = run.want[0].second, &b = run.got[0].second;
   ASSERT_EQ(a.shape(), b.shape());
   double dot = 0, na = 0, nb = 0;
   for (int64_t i = 0; i < a.numel(); ++i) {

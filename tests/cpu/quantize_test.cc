@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -725,6 +726,52 @@ g (uint8[4,32] aq) => (uint8[4,16] yq) <float as = {0.05}, uint8 az = {128}, int
 }
 
 
+// One QDQ model as three sessions: unfused (optimisation level 0, the float path), fused
+// (the int8 kernels), and fused with BULKHEAD_CPU_INT8=0 (their reference loops).
+struct ThreeWays {
+  std::optional<Session> ref, fused, loops;
+};
+ThreeWays three_ways(Env& env, const std::string& text) {
+  ThreeWays t;
+  SessionOptions plain;
+  plain.optimization_level = 0;
+  auto ref = env.load_bytes(model_text_bytes(text), "qdq", plain);
+  auto fused = env.load_bytes(model_text_bytes(text), "qdq");
+  setenv("BULKHEAD_CPU_INT8", "0", 1);
+  auto loops = env.load_bytes(model_text_bytes(text), "qdq");
+  unsetenv("BULKHEAD_CPU_INT8");
+  EXPECT_TRUE(ref.is_ok()) << ref.status().to_string();
+  EXPECT_TRUE(fused.is_ok()) << fused.status().to_string();
+  EXPECT_TRUE(loops.is_ok()) << loops.status().to_string();
+  if (ref.is_ok() && fused.is_ok() && loops.is_ok()) {
+    t.ref.emplace(std::move(*ref));
+    t.fused.emplace(std::move(*fused));
+    t.loops.emplace(std::move(*loops));
+  }
+  return t;
+}
+
+// The three on `in`: the fused output within one step of the unfused one, at most one in
+// `ratio` elements a step apart, and byte for byte the reference loops'. The op types the
+// fused session ran, counted.
+std::map<std::string, int> expect_three_agree(ThreeWays& t, const NamedTensors& in, int ratio) {
+  std::map<std::string, int> ops;
+  if (!t.ref) return ops;
+  std::vector<NodeProfile> prof;
+  RunOptions ro;
+  ro.profile = &prof;
+  auto x = t.ref->run(in);
+  auto y = t.fused->run(in, ro);
+  auto z = t.loops->run(in);
+  EXPECT_TRUE(x.is_ok() && y.is_ok() && z.is_ok()) << y.status().to_string();
+  if (!x.is_ok() || !y.is_ok() || !z.is_ok()) return ops;
+  for (const auto& p : prof) ++ops[p.op_type];
+  const int64_t differ = compare_ints((*x)[0].second, (*y)[0].second, 1);
+  EXPECT_LE(differ * ratio, (*x)[0].second.numel()) << differ << " differ by one step";
+  EXPECT_EQ(compare_ints((*y)[0].second, (*z)[0].second, 0), 0);
+  return ops;
+}
+
 // A fully connected layer as quantisers write it: Gemm with transB 1 (B [N, K], per-channel
 // scales on axis 0) and an int32 bias of scale a_scale * b_scale [N].
 std::string qdq_gemm_model(const char* gemm_attrs) {
@@ -755,35 +802,12 @@ g (uint8[3,40] aq) => (uint8[3,12] yq) <float as = {0.05}, uint8 az = {128}, int
 }
 
 TEST(QdqFusion, DequantizeGemmQuantizeRunsAsQLinearGemmWithinOneStep) {
-  const std::string text = qdq_gemm_model("<transB = 1>");
   Env env;
-  SessionOptions plain;
-  plain.optimization_level = 0;
-  auto ref = env.load_bytes(model_text_bytes(text), "qdq", plain);
-  auto fused = env.load_bytes(model_text_bytes(text), "qdq");
-  setenv("BULKHEAD_CPU_INT8", "0", 1);
-  auto loops = env.load_bytes(model_text_bytes(text), "qdq");
-  unsetenv("BULKHEAD_CPU_INT8");
-  ASSERT_TRUE(ref.is_ok()) << ref.status().to_string();
-  ASSERT_TRUE(fused.is_ok()) << fused.status().to_string();
-  ASSERT_TRUE(loops.is_ok()) << loops.status().to_string();
-  EXPECT_EQ(fused->placement()[0].second, 1) << "one QLinearGemm";
-  NamedTensors in{{"aq", int8conv::random_ints(DataType::kUInt8, {3, 40}, 83)}};
-  std::vector<NodeProfile> prof;
-  RunOptions ro;
-  ro.profile = &prof;
-  auto x = ref->run(in);
-  auto y = fused->run(in, ro);
-  auto z = loops->run(in);
-  ASSERT_TRUE(x.is_ok()) << x.status().to_string();
-  ASSERT_TRUE(y.is_ok()) << y.status().to_string();
-  ASSERT_TRUE(z.is_ok()) << z.status().to_string();
-  ASSERT_EQ(prof.size(), 1u);
-  EXPECT_EQ(prof[0].op_type, "QLinearGemm");
-  const int64_t differ = compare_ints((*x)[0].second, (*y)[0].second, 1);
-  EXPECT_LE(differ * 10, (*x)[0].second.numel()) << differ << " differ by one step";
-  // oneDNN's sums and the reference loops' give the same bytes.
-  EXPECT_EQ(compare_ints((*y)[0].second, (*z)[0].second, 0), 0);
+  ThreeWays t = three_ways(env, qdq_gemm_model("<transB = 1>"));
+  ASSERT_TRUE(t.ref);
+  EXPECT_EQ(t.fused->placement()[0].second, 1) << "one QLinearGemm";
+  auto ops = expect_three_agree(t, {{"aq", int8conv::random_ints(DataType::kUInt8, {3, 40}, 83)}}, 10);
+  EXPECT_EQ(ops["QLinearGemm"], 1);
 }
 
 TEST(QdqFusion, GemmsTheInt8KernelCannotTakeStayAsWritten) {
@@ -873,36 +897,13 @@ g (uint8[1,5,6,8] xq) => (uint8)" + out_shape + R"( yq) <
 }
 
 TEST(QdqFusion, UpsamplingConvTransposeRunsAsInt8WithinOneStep) {
-  const std::string text = qdq_deconv_model();
   Env env;
-  SessionOptions plain;
-  plain.optimization_level = 0;
-  auto ref = env.load_bytes(model_text_bytes(text), "qdq", plain);
-  auto fused = env.load_bytes(model_text_bytes(text), "qdq");
-  setenv("BULKHEAD_CPU_INT8", "0", 1);
-  auto loops = env.load_bytes(model_text_bytes(text), "qdq");
-  unsetenv("BULKHEAD_CPU_INT8");
-  ASSERT_TRUE(ref.is_ok()) << ref.status().to_string();
-  ASSERT_TRUE(fused.is_ok()) << fused.status().to_string();
-  ASSERT_TRUE(loops.is_ok()) << loops.status().to_string();
-  NamedTensors in{{"xq", int8conv::random_ints(DataType::kUInt8, {1, 5, 6, 8}, 94)}};
-  std::vector<NodeProfile> prof;
-  RunOptions ro;
-  ro.profile = &prof;
-  auto x = ref->run(in);
-  auto y = fused->run(in, ro);
-  auto z = loops->run(in);
-  ASSERT_TRUE(x.is_ok()) << x.status().to_string();
-  ASSERT_TRUE(y.is_ok()) << y.status().to_string();
-  ASSERT_TRUE(z.is_ok()) << z.status().to_string();
-  std::map<std::string, int> ops;
-  for (const auto& p : prof) ++ops[p.op_type];
+  ThreeWays t = three_ways(env, qdq_deconv_model());
+  ASSERT_TRUE(t.ref);
+  auto ops = expect_three_agree(t, {{"xq", int8conv::random_ints(DataType::kUInt8, {1, 5, 6, 8}, 94)}}, 10);
   EXPECT_EQ(ops["QLinearConvTranspose"], 1);
   EXPECT_EQ(ops["QLinearConv"], 2);
   EXPECT_EQ(ops["ConvTranspose"] + ops["DequantizeLinear"] + ops["QuantizeLinear"], 0);
-  const int64_t differ = compare_ints((*x)[0].second, (*y)[0].second, 1);
-  EXPECT_LE(differ * 10, (*x)[0].second.numel()) << differ << " differ by one step";
-  EXPECT_EQ(compare_ints((*y)[0].second, (*z)[0].second, 0), 0);
 }
 
 TEST(QdqFusion, UpsamplingConvTransposeOnPlainTensors) {
@@ -918,23 +919,11 @@ g (int8[2,7,5,4] xq) => (uint8[2,3,15,8] yq) <float xs = {0.02}, int8 xz = {-5},
   yq = QuantizeLinear(d, ys, yz)
 })";
   Env env;
-  SessionOptions plain;
-  plain.optimization_level = 0;
-  auto ref = env.load_bytes(model_text_bytes(text), "qdq", plain);
-  auto fused = env.load_bytes(model_text_bytes(text), "qdq");
-  setenv("BULKHEAD_CPU_INT8", "0", 1);
-  auto loops = env.load_bytes(model_text_bytes(text), "qdq");
-  unsetenv("BULKHEAD_CPU_INT8");
-  ASSERT_TRUE(ref.is_ok() && fused.is_ok() && loops.is_ok()) << fused.status().to_string();
-  EXPECT_EQ(fused->placement()[0].second, 1);
-  NamedTensors in{{"xq", int8conv::random_ints(DataType::kInt8, {2, 7, 5, 4}, 98)}};
-  auto x = ref->run(in);
-  auto y = fused->run(in);
-  auto z = loops->run(in);
-  ASSERT_TRUE(x.is_ok() && y.is_ok() && z.is_ok()) << y.status().to_string();
-  const int64_t differ = compare_ints((*x)[0].second, (*y)[0].second, 1);
-  EXPECT_LE(differ * 10, (*x)[0].second.numel()) << differ << " differ by one step";
-  EXPECT_EQ(compare_ints((*y)[0].second, (*z)[0].second, 0), 0);
+  ThreeWays t = three_ways(env, text);
+  ASSERT_TRUE(t.ref);
+  EXPECT_EQ(t.fused->placement()[0].second, 1);
+  auto ops = expect_three_agree(t, {{"xq", int8conv::random_ints(DataType::kInt8, {2, 7, 5, 4}, 98)}}, 10);
+  EXPECT_EQ(ops["QLinearConvTranspose"], 1);
 }
 
 TEST(QdqFusion, OtherConvTransposesStayAsWrittenAndTheInternalNodeIsChecked) {
