@@ -294,24 +294,27 @@ class Fuser {
     return f;
   }
 
-  // DequantizeLinear → GlobalAveragePool → QuantizeLinear: one QLinearGlobalAveragePool
-  // (backend/qlinear_pool.h) over the quantised tensor, within one step of the float path.
+  // DequantizeLinear → GlobalAveragePool / AveragePool → QuantizeLinear: one
+  // QLinearGlobalAveragePool / QLinearAveragePool (backend/qlinear_pool.h) over the
+  // quantised tensor, within one step of the float path.
   std::optional<Node> try_global_average_pool(const Node& q, float ys, int64_t zy, DataType yt) {
     if (!(ys > 0) || !std::isfinite(ys)) return std::nullopt;
     auto mp = producer_.find(q.inputs[0]);
     if (mp == producer_.end()) return std::nullopt;
     const size_t mi = mp->second;
     const Node& m = g_.nodes[mi];
-    if (m.op_type != "GlobalAveragePool" || !m.domain.empty() || dead_[mi] || m.inputs.size() != 1 || m.inputs[0].empty() ||
-        m.outputs.size() != 1 || pinned_.count(m.outputs[0]) || consumers_[m.outputs[0]].size() != 1)
+    const bool global = m.op_type == "GlobalAveragePool";
+    if ((!global && m.op_type != "AveragePool") || !m.domain.empty() || dead_[mi] || m.inputs.size() != 1 ||
+        m.inputs[0].empty() || m.outputs.size() != 1 || pinned_.count(m.outputs[0]) || consumers_[m.outputs[0]].size() != 1)
       return std::nullopt;
     auto dp = producer_.find(m.inputs[0]);
     if (dp == producer_.end() || dead_[dp->second]) return std::nullopt;
     const std::optional<Dq> dq = per_tensor_dq(g_.nodes[dp->second]);
     if (!dq || !(dq->scale > 0) || !std::isfinite(dq->scale)) return std::nullopt;
     Node f;
+    if (!global) f.attrs = m.attrs;  // AveragePool's geometry
     f.name = q.name;
-    f.op_type = kQLinearGlobalAveragePool;
+    f.op_type = global ? kQLinearGlobalAveragePool : kQLinearAveragePool;
     f.domain = kQLinearPoolDomain;
     f.opset = 1;
     f.inputs = {g_.nodes[dp->second].inputs[0]};

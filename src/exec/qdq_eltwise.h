@@ -17,9 +17,9 @@
 // SpaceToDepth, Resize in nearest mode, Concat — becomes the op alone, on the quantised
 // tensor (the same values: see try_on_quantized). A Concat whose inputs are quantised
 // otherwise reads each of them requantised by a QLinearEltwise of no op (the values
-// DequantizeLinear → QuantizeLinear gives). DequantizeLinear → GlobalAveragePool →
-// QuantizeLinear becomes one QLinearGlobalAveragePool (backend/qlinear_pool.h; within one
-// quantisation step, not bit for bit).
+// DequantizeLinear → QuantizeLinear gives). DequantizeLinear → GlobalAveragePool /
+// AveragePool → QuantizeLinear becomes one QLinearGlobalAveragePool / QLinearAveragePool
+// (backend/qlinear_pool.h; within one quantisation step, not bit for bit).
 //
 // The node it makes: backend/qlinear_eltwise.h.
 #pragma once

@@ -184,6 +184,28 @@ TEST(QdqEltwise, GlobalAveragePoolRunsOnTheQuantisedTensorWithinOneStep) {
   EXPECT_EQ(ops["GlobalAveragePool"] + ops["QuantizeLinear"], 0);
 }
 
+TEST(QdqEltwise, AveragePoolRunsOnTheQuantisedTensorWithinOneStep) {
+  // Pads counted and not, ceil_mode, strides, another output scale, zero point and type,
+  // int8 in: one QLinearAveragePool each, within a step of the float path.
+  const std::string text = std::string(kHeader) + R"(g (uint8[2,5,11,9] xq, int8[1,3,8,8] wq) => (uint8[2,5,6,5] aq, int8[2,5,4,3] bq, uint8[1,3,4,4] cq)
+<float s = {0.05}, uint8 z = {100}, float as = {0.04}, uint8 az = {90}, float bs = {0.03}, int8 bz = {-7}, float ws = {0.2}, int8 wz = {3}> {
+  x = DequantizeLinear(xq, s, z)
+  a = AveragePool <kernel_shape = [3, 3], strides = [2, 2], pads = [1, 1, 1, 1], count_include_pad = 1> (x)
+  aq = QuantizeLinear(a, as, az)
+  b = AveragePool <kernel_shape = [3, 2], strides = [3, 3], pads = [1, 0, 0, 1], ceil_mode = 1> (x)
+  bq = QuantizeLinear(b, bs, bz)
+  w = DequantizeLinear(wq, ws, wz)
+  c = AveragePool <kernel_shape = [2, 2], strides = [2, 2]> (w)
+  cq = QuantizeLinear(c, as, az)
+})";
+  Tensor w = Tensor::host(DataType::kInt8, {1, 3, 8, 8});
+  std::mt19937 rng(43);
+  for (int64_t i = 0; i < w.numel(); ++i) w.data<int8_t>()[i] = static_cast<int8_t>(rng() & 255);
+  auto ops = expect_fused_within(text, {{"xq", u8({2, 5, 11, 9}, 44)}, {"wq", w}}, 1);
+  EXPECT_EQ(ops["QLinearAveragePool"], 3);
+  EXPECT_EQ(ops["AveragePool"] + ops["DequantizeLinear"] + ops["QuantizeLinear"], 0);
+}
+
 TEST(QdqEltwise, MaxPoolBetweenEqualQuantisationRunsOnTheQuantisedTensor) {
   // DequantizeLinear → MaxPool → QuantizeLinear with one scale, zero point and type: the
   // MaxPool alone on the quantised tensor, the same bits (uint8 with pads, strides and

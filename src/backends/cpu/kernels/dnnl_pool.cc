@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/qlinear_pool.h"
 #include "backends/cpu/cpu_kernels.h"
 #include "backends/cpu/cpu_util.h"
 #include "backends/cpu/kernels/dnnl_common.h"
@@ -546,10 +547,9 @@ Status PoolKernel::compute_blocked(KernelContext& ctx, const Tensor& x) const {
   return Status::ok();
 }
 
-Result<std::unique_ptr<Kernel>> make_pool(const KernelInfo& info, PoolKind kind) {
+// A pooling node's attributes, checked.
+Result<PoolAttrs> pool_attrs(const KernelInfo& info, PoolKind kind) {
   const ir::Node& n = info.node;
-  BH_RETURN_IF_ERROR(
-      check_input_type(info, 0, {ew::kFloats | (kind == PoolKind::kMax ? ew::kI8 | ew::kU8 : 0u), false}));
   PoolAttrs a;
   a.kind = kind;
   a.auto_pad = n.attr_string("auto_pad", "NOTSET");
@@ -565,6 +565,14 @@ Result<std::unique_ptr<Kernel>> make_pool(const KernelInfo& info, PoolKind kind)
     return invalid_argument(info.where() + "storage_order must be 0 or 1, got " + std::to_string(a.storage_order));
   a.p = n.attr_float("p", 2.f);
   if (kind == PoolKind::kLp && !(a.p > 0)) return invalid_argument(info.where() + "p must be positive");
+  return a;
+}
+
+Result<std::unique_ptr<Kernel>> make_pool(const KernelInfo& info, PoolKind kind) {
+  const ir::Node& n = info.node;
+  BH_RETURN_IF_ERROR(
+      check_input_type(info, 0, {ew::kFloats | (kind == PoolKind::kMax ? ew::kI8 | ew::kU8 : 0u), false}));
+  BH_ASSIGN_OR_RETURN(PoolAttrs a, pool_attrs(info, kind));
   try {
     dnnl::engine eng(dnnl::engine::kind::cpu, 0);
     const std::string layout = n.attr_string("_layout", "");
@@ -574,6 +582,96 @@ Result<std::unique_ptr<Kernel>> make_pool(const KernelInfo& info, PoolKind kind)
   } catch (const dnnl::error& e) {
     return internal_error(info.where() + "cannot create a oneDNN CPU engine: " + e.what());
   }
+}
+
+// ---------------------------------------------------------------------------------------
+// QLinearAveragePool (internal, backend/qlinear_pool.h): AveragePool over a quantised X,
+// requantised. Each output: the exact sum of (x - x_zero_point) over the window's
+// positions inside X, times x_scale, over the divisor (those positions, or with
+// count_include_pad also those in the padding), over y_scale, rounded half to even, plus
+// y_zero_point: what DequantizeLinear → AveragePool → QuantizeLinear computes, to within
+// a step (the float path rounds each dequantised value first).
+
+struct QPoolParams {
+  PoolAttrs a;
+  double xs = 1, ys = 1;
+  int32_t zx = 0, zy = 0;
+  DataType yt = DataType::kUInt8;
+};
+
+template <typename T>
+Status qlinear_avg_pool(KernelContext& ctx, const Tensor& x, const QPoolParams& q) {
+  const std::string& where = ctx.where();
+  if (x.rank() < 3 || x.rank() > 5) return invalid_argument(where + "X must be [N, C, spatial...] of 1 to 3 spatial dimensions, got " + x.describe());
+  PoolGeo pg;
+  BH_RETURN_IF_ERROR(resolve_pool(q.a, x.shape(), where, &pg));
+  const Geo3 g = to_geo3(pg);
+  Shape ys{x.dim(0), x.dim(1)};
+  ys.insert(ys.end(), pg.out.begin(), pg.out.end());
+  BH_ASSIGN_OR_RETURN(Tensor y, ctx.allocate_output(0, q.yt, ys));
+  const int64_t NC = x.dim(0) * x.dim(1);
+  const int64_t isz = g.in[0] * g.in[1] * g.in[2], osz = g.out[0] * g.out[1] * g.out[2];
+  if (NC == 0 || osz == 0) return Status::ok();
+  const T* xp = x.data<T>();
+  uint8_t* out = static_cast<uint8_t*>(y.raw());
+  const int32_t lo = q.yt == DataType::kUInt8 ? 0 : -128, hi = q.yt == DataType::kUInt8 ? 255 : 127;
+  const double mult = q.xs / q.ys;
+  parallel_for(ctx.threads(), NC, 1, [&](int64_t b0, int64_t e0) {
+    for (int64_t nc = b0; nc < e0; ++nc) {
+      const T* xc = xp + nc * isz;
+      uint8_t* yc = out + nc * osz;
+      for (int64_t od = 0; od < g.out[0]; ++od)
+        for (int64_t oh = 0; oh < g.out[1]; ++oh)
+          for (int64_t ow = 0; ow < g.out[2]; ++ow) {
+            const int64_t start[3] = {od * g.s[0] - g.pb[0], oh * g.s[1] - g.pb[1], ow * g.s[2] - g.pb[2]};
+            int64_t sum = 0, count = 0, padded = 0;
+            for (int64_t kd = 0; kd < g.k[0]; ++kd) {
+              const int64_t id = start[0] + kd * g.d[0];
+              if (id < -g.pb[0] || id >= g.in[0] + g.pe[0]) continue;
+              for (int64_t kh = 0; kh < g.k[1]; ++kh) {
+                const int64_t ih = start[1] + kh * g.d[1];
+                if (ih < -g.pb[1] || ih >= g.in[1] + g.pe[1]) continue;
+                for (int64_t kw = 0; kw < g.k[2]; ++kw) {
+                  const int64_t iw = start[2] + kw * g.d[2];
+                  if (iw < -g.pb[2] || iw >= g.in[2] + g.pe[2]) continue;
+                  ++padded;
+                  if (id < 0 || id >= g.in[0] || ih < 0 || ih >= g.in[1] || iw < 0 || iw >= g.in[2]) continue;
+                  sum += int64_t{xc[(id * g.in[1] + ih) * g.in[2] + iw]} - q.zx;
+                  ++count;
+                }
+              }
+            }
+            const int64_t div = q.a.count_include_pad ? padded : count;
+            // No position at all: the float path's NaN, which quantises to the zero point.
+            double v = div > 0 ? std::nearbyint(static_cast<double>(sum) * mult / static_cast<double>(div)) + q.zy : q.zy;
+            v = std::clamp(v, static_cast<double>(lo), static_cast<double>(hi));
+            yc[(od * g.out[1] + oh) * g.out[2] + ow] = static_cast<uint8_t>(static_cast<int32_t>(v));
+          }
+    }
+  });
+  return Status::ok();
+}
+
+Result<std::unique_ptr<Kernel>> make_qlinear_average_pool(const KernelInfo& info) {
+  const ir::Node& n = info.node;
+  QPoolParams q;
+  BH_ASSIGN_OR_RETURN(q.a, pool_attrs(info, PoolKind::kAvg));
+  q.xs = n.attr_float("_x_scale", 1.f);
+  q.ys = n.attr_float("_y_scale", 1.f);
+  q.zx = static_cast<int32_t>(n.attr_int("_x_zero_point", 0));
+  q.zy = static_cast<int32_t>(n.attr_int("_y_zero_point", 0));
+  q.yt = static_cast<DataType>(n.attr_int("_y_type", static_cast<int64_t>(DataType::kUInt8)));
+  if (q.yt != DataType::kUInt8 && q.yt != DataType::kInt8) return invalid_argument(info.where() + "_y_type must be uint8 or int8");
+  if (q.zy < (q.yt == DataType::kUInt8 ? 0 : -128) || q.zy > (q.yt == DataType::kUInt8 ? 255 : 127) || q.zx < -128 || q.zx > 255)
+    return invalid_argument(info.where() + "zero points out of their types' ranges");
+  if (!(q.xs > 0) || !(q.ys > 0) || !std::isfinite(q.xs) || !std::isfinite(q.ys))
+    return invalid_argument(info.where() + "_x_scale and _y_scale must be positive and finite");
+  return make_kernel([q](KernelContext& ctx) -> Status {
+    BH_ASSIGN_OR_RETURN(const Tensor* x, required_input(ctx, 0, "X"));
+    if (x->dtype() == DataType::kUInt8) return qlinear_avg_pool<uint8_t>(ctx, *x, q);
+    if (x->dtype() == DataType::kInt8) return qlinear_avg_pool<int8_t>(ctx, *x, q);
+    return unsupported(ctx.where() + "X must be uint8 or int8, got " + x->describe());
+  });
 }
 
 // ---------------------------------------------------------------------------------------
@@ -834,6 +932,7 @@ void register_dnnl_pool_kernels(KernelTable& t) {
   t.add("MaxPool", 1, [](const KernelInfo& info) { return make_pool(info, PoolKind::kMax); });
   t.add("AveragePool", 1, [](const KernelInfo& info) { return make_pool(info, PoolKind::kAvg); });
   t.add("LpPool", 1, [](const KernelInfo& info) { return make_pool(info, PoolKind::kLp); });
+  t.add(kQLinearAveragePool, 1, make_qlinear_average_pool, kQLinearPoolDomain);
   t.add("GlobalAveragePool", 1, [](const KernelInfo& info) -> Result<std::unique_ptr<Kernel>> {
     BH_RETURN_IF_ERROR(check_input_type(info, 0, {ew::kFloats, false}));
     bool blocked = info.node.attr_string("_layout", "") == "nChw16c";
