@@ -154,7 +154,14 @@ def main():
                     todo.append(i)
         return found
 
-    extractor = onnx.utils.Extractor(onnx.load(a.model))
+    # The extractor finds a piece's inputs among the value_info entries only: a quantised
+    # tensor that is also a graph output is listed there too.
+    src = onnx.load(a.model)
+    listed = {v.name for v in src.graph.value_info}
+    for o in src.graph.output:
+        if o.name not in listed:
+            src.graph.value_info.append(o)
+    extractor = onnx.utils.Extractor(src)
 
     def local(name, k):
         ins = piece_inputs(name)
