@@ -1,6 +1,7 @@
-// MatMulInteger, QLinearMatMul and QLinearGemm on oneDNN's int8 matrix product (VNNI / AMX-INT8 where
-// the CPU has them), for the form quantised models use: A [..., M, K] (uint8 or int8, one
-// zero point) times a 2-D B [K, N]. A's batch folds into its rows.
+// MatMulInteger, QLinearMatMul and the internal QLinearGemm and QLinearConvTranspose on
+// oneDNN's int8 matrix product (VNNI / AMX-INT8 where the CPU has them), for the form
+// quantised models use: A [..., M, K] (uint8 or int8, one zero point) times a 2-D B
+// [K, N]. A's batch folds into its rows. (QLinearConvTranspose: further below.)
 //
 // oneDNN takes signed B without a zero point here: a constant B with one (uint8 weights
 // with zero point 128, say) is shifted into int8 once at session creation when
