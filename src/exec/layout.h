@@ -95,12 +95,13 @@ Result<LayoutStats> block_channels(ir::Graph& g, const LayoutOptions& options);
 //     Clip, Sigmoid, HardSigmoid, HardSwish, Tanh, and the fused QLinearEltwise of one
 //     input (exec/qdq_eltwise.h): element-wise, as they are;
 //   - MaxPool over a uint8/int8 rank-4 tensor (the QDQ pair around it folded away by
-//     exec/qdq_eltwise.h): attribute _layout = "nhwc", X and Y both channels-last;
-//   - Add, Sub, Mul, Div, Sum of two inputs, and QLinearEltwise of two, when one operand
-//     is channels-last: numpy broadcasting commutes with permuting both operands alike, so
-//     the other is taken as it is (a one-element constant), permuted once (another
-//     constant), through a Reshape (a [N, C, 1, 1] value: the same bytes as [N, 1, 1, C])
-//     or converted (ToNhwc).
+//     exec/qdq_eltwise.h) and QLinearGlobalAveragePool: attribute _layout = "nhwc", X and
+//     Y both channels-last; QLinearConvTranspose as QLinearConv;
+//   - Add, Sub, Mul, Div, Sum of two inputs, and QLinearEltwise of two or more, when one
+//     operand is channels-last: numpy broadcasting commutes with permuting all operands
+//     alike, so each other one is taken as it is (a one-element constant), permuted once
+//     (another constant), through a Reshape (a [N, C, 1, 1] value: the same bytes as
+//     [N, 1, 1, C]) or converted (ToNhwc).
 // Plain readers of a channels-last value get it from a FromNhwc conversion (domain
 // "bulkhead", uint8, int8 and float32). Only where value_info gives the rank-4 shape with
 // a fixed channel count.

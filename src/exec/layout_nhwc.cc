@@ -234,7 +234,8 @@ class NhwcPlanner {
     if (n.domain == kLayoutDomain && n.op_type == "QLinearEltwise" && only_first_output(n)) {
       for (const auto& in : n.inputs)
         if (in.empty()) return Kind::kNone;
-      return n.inputs.size() == 1 ? Kind::kUnary : n.inputs.size() == 2 ? Kind::kBinary : Kind::kNone;
+      // Of several inputs, every one an operand like a binary op's.
+      return n.inputs.size() == 1 ? Kind::kUnary : Kind::kBinary;
     }
     // The QDQ pass's int8 global average pool: a window over the whole plane, told its layout.
     if (n.domain == kQLinearPoolDomain && n.op_type == kQLinearGlobalAveragePool && only_first_output(n)) {
@@ -304,7 +305,7 @@ class NhwcPlanner {
   bool inputs_allow(const Node& n, Kind k) const {
     if (k == Kind::kUnary || k == Kind::kPool) return nhwc_.count(n.inputs[0]) != 0;
     bool any_nhwc = false;
-    for (const std::string& v : {n.inputs[0], n.inputs[1]}) {
+    for (const std::string& v : n.inputs) {
       const Operand o = operand(v);
       if (o == Operand::kNo) return false;
       any_nhwc = any_nhwc || o == Operand::kNhwc;
@@ -335,8 +336,10 @@ class NhwcPlanner {
           if (n.inputs[0] == v) return true;
           break;
         case Kind::kBinary: {
-          const std::string& other = n.inputs[0] == v ? n.inputs[1] : n.inputs[0];
-          if (other == v || operand(other) != Operand::kNo) return true;
+          // Every other operand can be read channels-last too.
+          bool all = true;
+          for (const std::string& other : n.inputs) all = all && (other == v || operand(other) != Operand::kNo);
+          if (all) return true;
           break;
         }
         default:

@@ -206,6 +206,53 @@ TEST(QdqEltwise, AveragePoolRunsOnTheQuantisedTensorWithinOneStep) {
   EXPECT_EQ(ops["AveragePool"] + ops["DequantizeLinear"] + ops["QuantizeLinear"], 0);
 }
 
+TEST(QdqEltwise, SqueezeAndExcitationStaysChannelsLastAndPerChannelVectorsRunFast) {
+  // h·sigmoid(pool(h)) + e, h and e two QDQ convolutions' outputs (an SE block and a
+  // residual): the QLinearEltwise of three inputs reads both channels-last outputs and the
+  // pooled [N, C, 1, 1] vector as they are, with no conversion; and a per-channel vector
+  // [N, C, 1, 1] against an NCHW input (read in runs of H·W) gives level 1's bits.
+  std::string weights;
+  std::mt19937 rng(45);
+  for (int i = 0; i < 8 * 8 * 9; ++i) weights += (i ? "," : "") + std::to_string(static_cast<int>(rng() % 255) - 127);
+  const std::string se = std::string(kHeader) + R"(g (uint8[1,8,9,10] xq) => (uint8[1,8,9,10] yq)
+<float s = {0.05}, uint8 z = {100}, int8[8,8,3,3] w = {)" + weights +
+                         R"(}, float ws = {0.004}, float hs = {0.06}, uint8 hz = {0}, float ps = {0.03}, uint8 pz = {0},
+ float ys = {0.08}, uint8 yz = {10}> {
+  x = DequantizeLinear(xq, s, z)
+  wf = DequantizeLinear(w, ws)
+  c = Conv <pads = [1,1,1,1]> (x, wf)
+  r = Relu(c)
+  hq = QuantizeLinear(r, hs, hz)
+  h = DequantizeLinear(hq, hs, hz)
+  p = GlobalAveragePool(h)
+  pq = QuantizeLinear(p, ps, pz)
+  pd = DequantizeLinear(pq, ps, pz)
+  g = Sigmoid(pd)
+  m = Mul(h, g)
+  c1 = Conv <pads = [1,1,1,1]> (x, wf)
+  e1 = Relu(c1)
+  eq = QuantizeLinear(e1, hs, hz)
+  e = DequantizeLinear(eq, hs, hz)
+  a = Add(m, e)
+  aq = QuantizeLinear(a, ys, yz)
+  ad = DequantizeLinear(aq, ys, yz)
+  c2 = Conv <pads = [1,1,1,1]> (ad, wf)
+  yq = QuantizeLinear(c2, ys, yz)
+})";
+  auto ops = expect_fused_within(se, {{"xq", u8({1, 8, 9, 10}, 46)}}, 1);
+  EXPECT_EQ(ops["QLinearEltwise"], 1);
+  EXPECT_EQ(ops["FromNhwc"] + ops["ToNhwc"], 0);
+  const std::string vec = std::string(kHeader) + R"(g (uint8[2,4,5,6] xq, uint8[2,4,1,1] cq) => (uint8[2,4,5,6] yq)
+<float s = {0.05}, uint8 z = {100}, float s2 = {0.01}, uint8 z2 = {7}, float ys = {0.02}, uint8 yz = {64}> {
+  x = DequantizeLinear(xq, s, z)
+  c = DequantizeLinear(cq, s2, z2)
+  t = Mul(x, c)
+  yq = QuantizeLinear(t, ys, yz)
+})";
+  ops = expect_fused_same(vec, {{"xq", u8({2, 4, 5, 6}, 47)}, {"cq", u8({2, 4, 1, 1}, 48)}});
+  EXPECT_EQ(ops["QLinearEltwise"], 1);
+}
+
 TEST(QdqEltwise, MaxPoolBetweenEqualQuantisationRunsOnTheQuantisedTensor) {
   // DequantizeLinear → MaxPool → QuantizeLinear with one scale, zero point and type: the
   // MaxPool alone on the quantised tensor, the same bits (uint8 with pads, strides and

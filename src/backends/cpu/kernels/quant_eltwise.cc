@@ -202,6 +202,10 @@ class QLinearEltwiseKernel final : public Kernel {
     // Inputs of the output's shape are read in place; broadcast ones through strides.
     std::vector<std::vector<int64_t>> strides(k);
     std::vector<int64_t> inner_of(k, 0);  // > 0: the input is its last `inner` elements, repeated
+    // > 0: element j of the output reads element j / run_of of the input (an input that
+    // matches the output on its leading dimensions and is 1 on the rest: a per-channel
+    // vector [N, C, 1, 1] against NCHW), which stays the same for runs of run_of.
+    std::vector<int64_t> run_of(k, 0);
     bool all_same = true;
     for (size_t i = 0; i < k; ++i)
       if (in[i]->shape() != out) {
@@ -214,6 +218,15 @@ class QLinearEltwiseKernel final : public Kernel {
         bool leading_zero = true;
         for (int e = d; e >= 0; --e) leading_zero = leading_zero && strides[i][e] == 0;
         if (leading_zero && inner == in[i]->numel()) inner_of[i] = inner;
+        // Trailing broadcast dimensions after leading ones the input has in full.
+        const Shape& is = in[i]->shape();
+        const int pad = static_cast<int>(out.size()) - static_cast<int>(is.size());
+        int e = static_cast<int>(out.size()) - 1;
+        int64_t run = 1;
+        while (e >= 0 && (e < pad || is[e - pad] == 1)) run *= out[e], --e;
+        bool full = true;
+        for (int f = 0; f <= e; ++f) full = full && f >= pad && is[f - pad] == out[f];
+        if (!inner_of[i] && full && run > 1) run_of[i] = run;
       }
     const float flo = p_.yt == DataType::kUInt8 ? 0.f : -128.f, fhi = p_.yt == DataType::kUInt8 ? 255.f : 127.f;
     const float zy = static_cast<float>(p_.zy), rlo = flo - zy, rhi = fhi - zy;
@@ -248,7 +261,13 @@ class QLinearEltwiseKernel final : public Kernel {
             // repeats along leading dimensions only (a per-channel vector channels-last, a
             // bias row) is read in runs; any other broadcast walks the indices.
             const int64_t inner = inner_of[i];
-            if (inner > 0) {
+            if (const int64_t run = run_of[i]; run > 0) {
+              for (int64_t j = 0; j < len;) {
+                const int64_t at = i0 + j, n = std::min(len - j, run - at % run);
+                std::memset(gathered.data() + j, src[at / run], static_cast<size_t>(n));
+                j += n;
+              }
+            } else if (inner > 0) {
               for (int64_t j = 0; j < len;) {
                 const int64_t at = (i0 + j) % inner, run = std::min(len - j, inner - at);
                 std::memcpy(gathered.data() + j, src + at, static_cast<size_t>(run));
