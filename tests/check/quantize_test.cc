@@ -85,6 +85,16 @@ TEST(Quantize, WritesAQdqModelCloseToTheFloatOneThatRunsOnInt8Kernels) {
   EXPECT_LE(worst, 2.5 * top / 255 + 1e-6);
 }
 
+// The cosine of two float32 tensors of one shape.
+double cosine(const Tensor& a, const Tensor& b) {
+  double dot = 0, na = 0, nb = 0;
+  for (int64_t i = 0; i < a.numel(); ++i) {
+    const double u = a.data<float>()[i], v = b.data<float>()[i];
+    dot += u * v, na += u * u, nb += v * v;
+  }
+  return dot / std::sqrt(na * nb);
+}
+
 // The float model at `path` and its quantised form `qdq` run on `in`: both outputs, and
 // how many nodes of each operator the quantised session ran.
 struct FloatAndInt8 {
@@ -183,12 +193,7 @@ g (float[1,3,8,8] x) => (float[1,2,16,16] y) <float[6,3,3,3] w0 = {)" + random_v
   EXPECT_EQ(run.ops["ConvTranspose"] + run.ops["BatchNormalization"], 0);
   const Tensor &a = run.want[0].second, &b = run.got[0].second;
   ASSERT_EQ(a.shape(), b.shape());
-  double dot = 0, na = 0, nb = 0;
-  for (int64_t i = 0; i < a.numel(); ++i) {
-    const double u = a.data<float>()[i], v = b.data<float>()[i];
-    dot += u * v, na += u * u, nb += v * v;
-  }
-  EXPECT_GT(dot / std::sqrt(na * nb), 0.995) << "int8 against float (a wrong fold gives 0.97)";
+  EXPECT_GT(cosine(a, b), 0.995) << "int8 against float (a wrong fold gives 0.97)";
 }
 
 // --scope all: the float ops between the layers — a squeeze-and-excitation block, a
@@ -233,12 +238,7 @@ g (float[1,4,8,8] x) => (float[1,4,16,16] y) <float[8,4,3,3] w0 = {)" + random_v
   EXPECT_EQ(run.ops["Conv"], 1) << "the last, whose output is the graph's, stays float";
   const Tensor &a = run.want[0].second, &b = run.got[0].second;
   ASSERT_EQ(a.shape(), b.shape());
-  double dot = 0, na = 0, nb = 0;
-  for (int64_t i = 0; i < a.numel(); ++i) {
-    const double u = a.data<float>()[i], v = b.data<float>()[i];
-    dot += u * v, na += u * u, nb += v * v;
-  }
-  EXPECT_GT(dot / std::sqrt(na * nb), 0.99) << "int8 against float";
+  EXPECT_GT(cosine(a, b), 0.99) << "int8 against float";
   o.scope = "everything";
   auto bad = check::quantize_model(path, o);
   ASSERT_FALSE(bad.is_ok());
