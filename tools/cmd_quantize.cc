@@ -15,7 +15,7 @@ namespace bulkhead::cli {
 
 void add_quantize(CLI::App& app) {
   struct Args {
-    std::string model, out, method = "minmax", scope = "weighted";
+    std::string model, out, method = "minmax";
     std::vector<std::string> calibrate, keep_float;
     double percentile = 99.99;
     int threads = 0;
@@ -28,9 +28,6 @@ void add_quantize(CLI::App& app) {
       ->required();
   cmd->add_option("--method", a->method, "activation ranges: minmax (default) or percentile");
   cmd->add_option("--percentile", a->percentile, "for --method percentile: the share of values kept at each end (default 99.99)");
-  cmd->add_option("--scope", a->scope,
-                  "weighted (default): quantise the layers with weights; all: also the outputs of the element-wise ops, "
-                  "pooling, Concat and Resize between them (as ONNX Runtime's quantiser does)");
   cmd->add_option("--keep-float", a->keep_float, "names of nodes to leave in float (repeatable)");
   cmd->add_option("-t,--threads", a->threads, "threads for the calibration runs (0 = all cores)");
   cmd->callback([a]() {
@@ -45,7 +42,6 @@ void add_quantize(CLI::App& app) {
     o.method = a->method;
     o.percentile = a->percentile;
     o.keep_float = a->keep_float;
-    o.scope = a->scope;
     o.threads = a->threads;
     for (const auto& c : a->calibrate) {
       NamedTensors sample;
@@ -80,8 +76,6 @@ void add_quantize(CLI::App& app) {
     if (r->opset_before < 10)
       std::printf("  the model imported opset %lld of the default domain: moved to opset %lld (QuantizeLinear)\n",
                   static_cast<long long>(r->opset_before), static_cast<long long>(r->opset));
-    if (r->others)
-      std::printf("  --scope all: the outputs of %d more node(s) quantised (element-wise ops, pooling, Concat, Resize)\n", r->others);
     if (r->folded)
       std::printf("  %d BatchNormalization / Mul / Add node(s) folded into Conv / ConvTranspose weights before quantising\n", r->folded);
     throw CLI::RuntimeError(0);

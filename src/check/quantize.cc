@@ -12,7 +12,6 @@
 #include "check/quantize_prepare.h"
 #include "check/split.h"
 #include "io/file.h"
-#include "ir/infer.h"
 #include "ir/onnx_import.h"
 #include "onnx/onnx_pb.h"
 
@@ -97,8 +96,6 @@ Result<QuantizeResult> quantize_model(const std::string& path, const QuantizeOpt
   if (o.samples.empty()) return invalid_argument("quantisation needs at least one calibration sample");
   if (o.method != "minmax" && o.method != "percentile")
     return invalid_argument("unknown calibration method '" + o.method + "' (minmax or percentile)");
-  if (o.scope != "weighted" && o.scope != "all")
-    return invalid_argument("unknown scope '" + o.scope + "' (weighted or all)");
   if (o.method == "percentile" && !(o.percentile > 50 && o.percentile <= 100))
     return invalid_argument("percentile must be in (50, 100], got " + std::to_string(o.percentile));
   BH_ASSIGN_OR_RETURN(std::string bytes, io::read_regular_file(path, io::kDefaultMaxFileBytes, "model"));
@@ -269,75 +266,6 @@ Result<QuantizeResult> quantize_model(const std::string& path, const QuantizeOpt
     if (!found) return invalid_argument("--keep-float: no node named '" + k + "' in '" + path + "'");
   }
 
-  // Scope "all": the float ops between the weighted layers get their outputs (and float
-  // inputs) quantised too, so that bulkhead runs them on int8 tensors (exec/qdq_eltwise.h).
-  // A MaxPool or nearest Resize takes its input's range, so that it runs on the int8
-  // tensor itself; the values between a layer and the Relus fused into it stay float.
-  std::vector<std::pair<std::string, std::string>> same_range;  // (value, the value whose range it takes)
-  if (o.scope == "all") {
-    BH_ASSIGN_OR_RETURN(ir::Model typed, ir::convert_model(model, path, ir::DataFolder{dir}));
-    BH_RETURN_IF_ERROR(ir::infer_shapes(*typed.graph, typed).with_context("'" + path + "': "));
-    auto f32 = [&](const std::string& v) {
-      const ir::ValueInfo* vi = typed.graph->info(v);
-      return vi && vi->type == ir::ValueType::kTensor && vi->dtype == DataType::kFloat32;
-    };
-    std::unordered_set<std::string> inner;
-    for (int t : targets) {
-      std::string v = g.node(t).output(0);
-      for (const std::string end = after_relus(v); v != end; v = g.node(readers[v][0]).output(0)) inner.insert(v);
-    }
-    // Element-wise chains (det's x·clip(x + 3, 0, 6)/6) are quantised at their ends only:
-    // bulkhead runs such a chain as one QLinearEltwise, which a QuantizeLinear between two
-    // of its ops would cut (and each would round once more).
-    static const std::set<std::string> eltwise = {"Add",     "Sub",         "Mul",       "Div",      "Relu", "Clip",
-                                                  "LeakyRelu", "Sigmoid", "HardSigmoid", "HardSwish", "Tanh"};
-    static const std::set<std::string> others = {"GlobalAveragePool", "AveragePool", "Concat", "Resize"};
-    std::unordered_map<std::string, int> producer;
-    for (int i = 0; i < g.node_size(); ++i)
-      for (const auto& out : g.node(i).output()) producer[out] = i;
-    auto default_domain = [](const onnx::NodeProto& n) { return n.domain().empty() || n.domain() == "ai.onnx"; };
-    auto is_eltwise = [&](int i) {
-      const onnx::NodeProto& n = g.node(i);
-      return default_domain(n) && eltwise.count(n.op_type()) && !keep.count(node_name(i));
-    };
-    // A value inside a chain: written by an element-wise op and read once, by another.
-    auto in_chain = [&](const std::string& v) {
-      auto p = producer.find(v);
-      auto r = readers.find(v);
-      return p != producer.end() && is_eltwise(p->second) && !graph_outputs.count(v) && r != readers.end() &&
-             r->second.size() == 1 && is_eltwise(r->second[0]);
-    };
-    for (int i = 0; i < g.node_size(); ++i) {
-      const onnx::NodeProto& n = g.node(i);
-      const std::string& op = n.op_type();
-      const bool nearest = op == "Resize" && [&] {
-        for (const auto& a : n.attribute())
-          if (a.name() == "mode") return a.s() == "nearest";
-        return true;
-      }();
-      const bool same = op == "MaxPool" || nearest;
-      if (!default_domain(n) || (!same && !eltwise.count(op) && !others.count(op)) || n.output_size() < 1 ||
-          n.output(0).empty() || keep.count(node_name(i)) || graph_outputs.count(n.output(0)) || !f32(n.output(0)))
-        continue;
-      bool extra_outputs = false;
-      for (int k = 1; k < n.output_size(); ++k) extra_outputs = extra_outputs || !n.output(k).empty();
-      if (extra_outputs) continue;  // MaxPool's Indices
-      // Data inputs: a MaxPool's or Resize's first, every non-constant one of the others.
-      std::vector<std::string> data;
-      for (int k = 0; k < (op == "MaxPool" || op == "Resize" ? 1 : n.input_size()); ++k)
-        if (!n.input(k).empty() && !init.count(n.input(k))) data.push_back(n.input(k));
-      bool ok = !data.empty();
-      for (const auto& v : data) ok = ok && f32(v);
-      if (!ok) continue;
-      for (const auto& v : data)
-        if (!inner.count(v) && !in_chain(v)) add_act(v);
-      if (in_chain(n.output(0))) continue;
-      if (same && !inner.count(data[0])) same_range.emplace_back(n.output(0), data[0]);
-      add_act(n.output(0));
-      ++res.others;
-    }
-  }
-
   // Calibration: the float model, with every activation to calibrate as an output.
   std::map<std::string, Range> ranges;
   {
@@ -387,9 +315,6 @@ Result<QuantizeResult> quantize_model(const std::string& path, const QuantizeOpt
       }
     }
   }
-
-  // In node order, so that a chain of them takes the first one's range.
-  for (const auto& [v, from] : same_range) ranges[v] = ranges[from];
 
   int counter = 0;
   auto fresh = [&](const std::string& base) {

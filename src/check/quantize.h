@@ -36,18 +36,12 @@ struct QuantizeOptions {
   std::string method = "minmax";        // "minmax" or "percentile"
   double percentile = 99.99;            // for "percentile": the share of values kept, (50, 100]
   std::vector<std::string> keep_float;  // node names left in float
-  // "weighted": the inputs and outputs of the layers above; "all": also those of the float
-  // ops between them — Add, Sub, Mul, Div, the activations, average and max pooling,
-  // Concat and Resize — as ONNX Runtime's quantiser does by default (more int8 kernels,
-  // more rounding). A MaxPool or nearest Resize takes its input's range.
-  std::string scope = "weighted";
   int threads = 0;                      // for the calibration runs
 };
 
 struct QuantizeResult {
   std::string model;  // the serialized QDQ ModelProto
   int convs = 0, conv_transposes = 0, matmuls = 0, gemms = 0, kept = 0;
-  int others = 0;  // scope "all": the other ops whose outputs were quantised
   bool per_channel = false;
   int activations = 0;  // tensors given a Q/DQ pair
   int folded = 0;       // BatchNormalization / Mul / Add nodes folded into Conv / ConvTranspose weights first

@@ -196,55 +196,6 @@ g (float[1,3,8,8] x) => (float[1,2,16,16] y) <float[6,3,3,3] w0 = {)" + random_v
   EXPECT_GT(cosine(a, b), 0.995) << "int8 against float (a wrong fold gives 0.97)";
 }
 
-// --scope all: the float ops between the layers — a squeeze-and-excitation block, a
-// residual Add, MaxPool, nearest Resize, Concat — get quantised outputs too, quantised at
-// the ends of element-wise chains only; bulkhead then runs none of them in float.
-TEST(Quantize, ScopeAllQuantisesTheOpsBetweenTheLayers) {
-  TempDir dir;
-  const std::string path = write_model(dir, "se.onnx", R"(<ir_version: 8, opset_import: ["" : 13]>
-g (float[1,4,8,8] x) => (float[1,4,16,16] y) <float[8,4,3,3] w0 = {)" + random_values_text(288, 111, -0.4f, 0.4f) +
-                                                             R"(}, float[8,8,1,1] w1 = {)" + random_values_text(64, 112, -0.4f, 0.4f) +
-                                                             R"(}, float[4,16,3,3] w2 = {)" + random_values_text(576, 113, -0.2f, 0.2f) +
-                                                             R"(}, float three = {3}, float[4] up = {1, 1, 2, 2}> {
-  c0 = Conv <pads = [1,1,1,1]> (x, w0)
-  r0 = Relu(c0)
-  p = GlobalAveragePool(r0)
-  e = Conv (p, w1)
-  s = Sigmoid(e)
-  m = Mul(r0, s)
-  a = Add(m, r0)
-  h = Add(a, three)
-  mp = MaxPool <kernel_shape = [2, 2], strides = [2, 2]> (h)
-  rs = Resize <mode = "nearest"> (mp, , up)
-  cat = Concat <axis = 1> (rs, a)
-  y = Conv <pads = [1,1,1,1]> (cat, w2)
-})");
-  check::QuantizeOptions o;
-  for (uint32_t k = 1; k <= 4; ++k) o.samples.push_back({{"x", random_tensor({1, 4, 8, 8}, k)}});
-  auto weighted = check::quantize_model(path, o);
-  o.scope = "all";
-  auto all = check::quantize_model(path, o);
-  ASSERT_TRUE(weighted.is_ok() && all.is_ok()) << all.status().to_string();
-  EXPECT_EQ(weighted->others, 0);
-  // GAP, Sigmoid (its Mul and Add in the chain are not quantised between), the Add
-  // feeding both Concat and the chain, the chain's end, MaxPool, Resize, Concat.
-  EXPECT_GE(all->others, 6);
-  EXPECT_GT(all->activations, weighted->activations);
-  FloatAndInt8 run = run_float_and_int8(path, all->model, {{"x", random_tensor({1, 4, 8, 8}, 9)}});
-  ASSERT_EQ(run.got.size(), 1u);
-  for (const char* op : {"Add", "Mul", "Sigmoid", "GlobalAveragePool"}) EXPECT_EQ(run.ops[op], 0) << op << " ran in float";
-  EXPECT_EQ(run.ops["QLinearEltwise"], 3);  // the SE chain, + 3, and Concat's requantisation
-  EXPECT_EQ(run.ops["QLinearConv"], 2);
-  EXPECT_EQ(run.ops["Conv"], 1) << "the last, whose output is the graph's, stays float";
-  const Tensor &a = run.want[0].second, &b = run.got[0].second;
-  ASSERT_EQ(a.shape(), b.shape());
-  EXPECT_GT(cosine(a, b), 0.99) << "int8 against float";
-  o.scope = "everything";
-  auto bad = check::quantize_model(path, o);
-  ASSERT_FALSE(bad.is_ok());
-  EXPECT_NE(bad.status().message().find("unknown scope 'everything' (weighted or all)"), std::string::npos);
-}
-
 TEST(Quantize, PercentileKeepFloatAndPerTensorBelowOpset13) {
   TempDir dir;
   const std::string path = write_model(dir, "f11.onnx", float_model(11));
