@@ -253,6 +253,34 @@ TEST(QdqEltwise, SqueezeAndExcitationStaysChannelsLastAndPerChannelVectorsRunFas
   EXPECT_EQ(ops["QLinearEltwise"], 1);
 }
 
+TEST(QdqEltwise, OneInputProgramsGiveTheirBytesForEveryInputByte) {
+  // A one-input group is a function of one byte (the kernel runs it as a 256-entry table):
+  // every uint8 and int8 value, through a chain that saturates, one that divides by zero
+  // (infinities and a NaN, which quantises to the zero point) and a sigmoid, gives level 1's
+  // bytes.
+  const std::string text = std::string(kHeader) + R"(g (uint8[2,256] uq, int8[2,256] iq) => (int8[2,256] aq, uint8[2,256] bq, uint8[2,256] cq)
+<float s = {0.07}, uint8 z = {100}, float si = {0.5}, int8 zi = {-3}, float two = {2}, float zero = {0},
+ float ys = {0.03}, int8 yz = {5}, float bs = {0.01}, uint8 bz = {128}> {
+  u = DequantizeLinear(uq, s, z)
+  h = HardSwish(u)
+  a = Mul(h, two)
+  aq = QuantizeLinear(a, ys, yz)
+  x = DequantizeLinear(iq, si, zi)
+  d = Div(x, zero)
+  bq = QuantizeLinear(d, bs, bz)
+  g = Sigmoid(x)
+  cq = QuantizeLinear(g, bs, bz)
+})";
+  Tensor u = Tensor::host(DataType::kUInt8, {2, 256});
+  Tensor i = Tensor::host(DataType::kInt8, {2, 256});
+  for (int k = 0; k < 512; ++k) {
+    u.data<uint8_t>()[k] = static_cast<uint8_t>(k % 256);
+    i.data<int8_t>()[k] = static_cast<int8_t>(255 - k % 256);
+  }
+  auto ops = expect_fused_same(text, {{"uq", u}, {"iq", i}});
+  EXPECT_EQ(ops["QLinearEltwise"], 3);
+}
+
 TEST(QdqEltwise, MaxPoolBetweenEqualQuantisationRunsOnTheQuantisedTensor) {
   // DequantizeLinear → MaxPool → QuantizeLinear with one scale, zero point and type: the
   // MaxPool alone on the quantised tensor, the same bits (uint8 with pads, strides and

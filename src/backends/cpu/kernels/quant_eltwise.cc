@@ -230,6 +230,16 @@ class QLinearEltwiseKernel final : public Kernel {
       }
     const float flo = p_.yt == DataType::kUInt8 ? 0.f : -128.f, fhi = p_.yt == DataType::kUInt8 ? 255.f : 127.f;
     const float zy = static_cast<float>(p_.zy), rlo = flo - zy, rhi = fhi - zy;
+    if (tables_) {
+      // One input (so no broadcast): a table lookup per element.
+      const uint8_t* table = table_[in[0]->dtype() == DataType::kUInt8 ? 0 : 1].data();
+      const uint8_t* xp = static_cast<const uint8_t*>(in[0]->raw());
+      uint8_t* yp = static_cast<uint8_t*>(y.raw());
+      parallel_for(ctx.threads(), n, 1 << 16, [&](int64_t b, int64_t e) {
+        for (int64_t i = b; i < e; ++i) yp[i] = table[xp[i]];
+      });
+      return Status::ok();
+    }
     if (all_same && p_.residual != Program::Residual::kNo && residual_fits(p_)) {
       const bool relu = p_.residual == Program::Residual::kAddRelu, yu8 = p_.yt == DataType::kUInt8;
       const ResidualArgs ra{p_.scales[0], p_.scales[1], p_.ys, 1.0f / p_.ys, rlo, rhi, p_.zeros[0], p_.zeros[1], p_.zy};
@@ -252,7 +262,6 @@ class QLinearEltwiseKernel final : public Kernel {
       for (int64_t i0 = b; i0 < e; i0 += kBlock) {
         const int64_t len = std::min(kBlock, e - i0);
         for (size_t i = 0; i < k; ++i) {
-          float* r = regs.data() + p_.input_regs[i] * kBlock;
           const uint8_t* src = static_cast<const uint8_t*>(in[i]->raw());
           if (strides[i].empty()) {
             src += i0;
@@ -290,30 +299,63 @@ class QLinearEltwiseKernel final : public Kernel {
             }
             src = gathered.data();
           }
-          if (in[i]->dtype() == DataType::kUInt8) dequantize_rows(src, r, len, p_.zeros[i], p_.scales[i]);
-          else dequantize_rows(reinterpret_cast<const int8_t*>(src), r, len, p_.zeros[i], p_.scales[i]);
+          dequantize_input(i, in[i]->dtype(), src, len, regs.data());
         }
-        for (const auto& c : p_.code) {
-          const Op op = static_cast<Op>(c[0]);
-          float* d = regs.data() + c[1] * kBlock;
-          auto reg = [&](int64_t x) -> const float* { return x >= 0 ? regs.data() + x * kBlock : nullptr; };
-          auto cst = [&](int64_t x) { return x < 0 ? p_.consts[-x - 1] : 0.f; };
-          if (op == Op::kRelu || op == Op::kHardSwish || op == Op::kSigmoid || op == Op::kTanh)
-            unary(op, d, reg(c[2]), 0.f, 0.f, len);
-          else if (op == Op::kLeakyRelu) unary(op, d, reg(c[2]), cst(c[3]), 0.f, len);
-          else if (op == Op::kClip || op == Op::kHardSigmoid) unary(op, d, reg(c[2]), cst(c[3]), p_.consts[-c[3]], len);
-          else binary(op, d, reg(c[2]), cst(c[2]), reg(c[3]), cst(c[3]), len);
-        }
-        const float* res = regs.data() + p_.result * kBlock;
-        if (p_.yt == DataType::kUInt8) quantize_rows(res, y.data<uint8_t>() + i0, len, p_.ys, zy, rlo, rhi);
-        else quantize_rows(res, y.data<int8_t>() + i0, len, p_.ys, zy, rlo, rhi);
+        finish_block(len, regs.data(), static_cast<uint8_t*>(y.raw()) + i0);
       }
     });
     return Status::ok();
   }
 
  private:
+  // Input i's `len` values at `src` (uint8 or int8) into its register.
+  void dequantize_input(size_t i, DataType t, const uint8_t* src, int64_t len, float* regs) const {
+    float* r = regs + p_.input_regs[i] * kBlock;
+    if (t == DataType::kUInt8) dequantize_rows(src, r, len, p_.zeros[i], p_.scales[i]);
+    else dequantize_rows(reinterpret_cast<const int8_t*>(src), r, len, p_.zeros[i], p_.scales[i]);
+  }
+
+  // The program's ops over one block of `len` values whose inputs are in their registers,
+  // the result quantised into `out`.
+  void finish_block(int64_t len, float* regs, uint8_t* out) const {
+    for (const auto& c : p_.code) {
+      const Op op = static_cast<Op>(c[0]);
+      float* d = regs + c[1] * kBlock;
+      auto reg = [&](int64_t x) -> const float* { return x >= 0 ? regs + x * kBlock : nullptr; };
+      auto cst = [&](int64_t x) { return x < 0 ? p_.consts[-x - 1] : 0.f; };
+      if (op == Op::kRelu || op == Op::kHardSwish || op == Op::kSigmoid || op == Op::kTanh)
+        unary(op, d, reg(c[2]), 0.f, 0.f, len);
+      else if (op == Op::kLeakyRelu) unary(op, d, reg(c[2]), cst(c[3]), 0.f, len);
+      else if (op == Op::kClip || op == Op::kHardSigmoid) unary(op, d, reg(c[2]), cst(c[3]), p_.consts[-c[3]], len);
+      else binary(op, d, reg(c[2]), cst(c[2]), reg(c[3]), cst(c[3]), len);
+    }
+    const float flo = p_.yt == DataType::kUInt8 ? 0.f : -128.f, fhi = p_.yt == DataType::kUInt8 ? 255.f : 127.f;
+    const float zy = static_cast<float>(p_.zy), rlo = flo - zy, rhi = fhi - zy;
+    const float* res = regs + p_.result * kBlock;
+    if (p_.yt == DataType::kUInt8) quantize_rows(res, out, len, p_.ys, zy, rlo, rhi);
+    else quantize_rows(res, reinterpret_cast<int8_t*>(out), len, p_.ys, zy, rlo, rhi);
+  }
+
+ public:
+  // A program of one input is a function of one byte: its 256 results, for a uint8 input
+  // (table_[0]) and an int8 one (table_[1]), made by running it on every byte once. A run
+  // then looks each element up: the same bytes as running the program on it.
+  void make_tables() {
+    if (p_.scales.size() != 1) return;
+    std::vector<float> regs(static_cast<size_t>(std::max(p_.registers, 1)) * kBlock);
+    uint8_t bytes[256];
+    for (int b = 0; b < 256; ++b) bytes[b] = static_cast<uint8_t>(b);
+    for (int t = 0; t < 2; ++t) {
+      dequantize_input(0, t == 0 ? DataType::kUInt8 : DataType::kInt8, bytes, 256, regs.data());
+      finish_block(256, regs.data(), table_[t].data());
+    }
+    tables_ = true;
+  }
+
+ private:
   Program p_;
+  bool tables_ = false;
+  std::array<std::array<uint8_t, 256>, 2> table_{};
 };
 
 Result<std::unique_ptr<Kernel>> make_qlinear_eltwise(const KernelInfo& info) {
@@ -383,7 +425,9 @@ Result<std::unique_ptr<Kernel>> make_qlinear_eltwise(const KernelInfo& info) {
   if (add01 && c.size() == 1 && p.result == c[0][1]) p.residual = Program::Residual::kAdd;
   if (add01 && c.size() == 2 && c[1][0] == static_cast<int64_t>(Op::kRelu) && c[1][2] == c[0][1] && p.result == c[1][1])
     p.residual = Program::Residual::kAddRelu;
-  return std::unique_ptr<Kernel>(std::make_unique<QLinearEltwiseKernel>(std::move(p)));
+  auto kernel = std::make_unique<QLinearEltwiseKernel>(std::move(p));
+  kernel->make_tables();
+  return std::unique_ptr<Kernel>(std::move(kernel));
 }
 
 }  // namespace
