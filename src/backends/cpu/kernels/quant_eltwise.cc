@@ -152,6 +152,22 @@ __attribute__((noinline)) void binary(Op op, float* __restrict d, const float* a
   }
 }
 
+// y[i] = table[x[i]] for i < n, eight bytes at a time through 64-bit words: scalar
+// lookups (the compiler's vectorised form used gathers, which ran the loop ~5x slower on
+// an AVX2 EPYC).
+__attribute__((noinline, optimize("no-tree-vectorize"))) void lookup_bytes(const uint8_t* __restrict table,
+                                                                           const uint8_t* __restrict x,
+                                                                           uint8_t* __restrict y, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    uint64_t in, out = 0;
+    std::memcpy(&in, x + i, 8);
+    for (int k = 0; k < 8; ++k) out |= uint64_t{table[(in >> (8 * k)) & 0xff]} << (8 * k);
+    std::memcpy(y + i, &out, 8);
+  }
+  for (; i < n; ++i) y[i] = table[x[i]];
+}
+
 __attribute__((noinline)) void unary(Op op, float* __restrict d, const float* __restrict a, float c0, float c1, int64_t n) {
   switch (op) {
     case Op::kRelu:
@@ -235,9 +251,7 @@ class QLinearEltwiseKernel final : public Kernel {
       const uint8_t* table = table_[in[0]->dtype() == DataType::kUInt8 ? 0 : 1].data();
       const uint8_t* xp = static_cast<const uint8_t*>(in[0]->raw());
       uint8_t* yp = static_cast<uint8_t*>(y.raw());
-      parallel_for(ctx.threads(), n, 1 << 16, [&](int64_t b, int64_t e) {
-        for (int64_t i = b; i < e; ++i) yp[i] = table[xp[i]];
-      });
+      parallel_for(ctx.threads(), n, 1 << 16, [&](int64_t b, int64_t e) { lookup_bytes(table, xp + b, yp + b, e - b); });
       return Status::ok();
     }
     if (all_same && p_.residual != Program::Residual::kNo && residual_fits(p_)) {
