@@ -154,9 +154,9 @@ __attribute__((noinline)) void binary(Op op, float* __restrict d, const float* a
 
 // y[i] = table[x[i]] for i < n, eight bytes at a time through 64-bit words: scalar
 // lookups. The plain loop was vectorised with gathers, which ran it ~5x slower on an AVX2
-// EPYC. (An optimize("no-tree-vectorize") attribute instead changed the rounding of other
-// functions in this file, which must stay bit for bit: GCC's per-function options reset
-// -ffp-contract=off.)
+// EPYC. (An optimize("no-tree-vectorize") attribute here instead changed the results of
+// this file's residual loop, which must stay bit for bit: GCC's per-function options are
+// not to be mixed with the file's -ffp-contract=off.)
 __attribute__((noinline)) void lookup_bytes(const uint8_t* __restrict table, const uint8_t* __restrict x,
                                             uint8_t* __restrict y, int64_t n) {
   int64_t i = 0;
