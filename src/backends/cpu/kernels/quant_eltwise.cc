@@ -3,7 +3,8 @@
 // Values go a block at a time through float registers in cache: each input dequantised
 // into its register, each op a loop over the block, the result quantised. Every formula is
 // the one its own kernel uses (DequantizeLinear, Add, ..., QuantizeLinear), in the same
-// float32 order, so the output is the unfused graph's bit for bit.
+// float32 order, so the output is the unfused graph's bit for bit. A program of one input
+// runs that way once, at creation, on all 256 bytes of each type, and then as a table.
 #include <algorithm>
 #include <array>
 #include <cmath>
