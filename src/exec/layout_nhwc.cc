@@ -229,6 +229,13 @@ class NhwcPlanner {
     return !n.outputs.empty() && !n.outputs[0].empty();
   }
 
+  // A window pool of one rank-4 int8 / uint8 input not yet given a layout: kPool.
+  Kind int8_pool(const Node& n) const {
+    if (n.inputs.size() != 1 || n.has_attr("_layout") || !shape4(n.inputs[0])) return Kind::kNone;
+    const DataType xt = g_.info(n.inputs[0])->dtype;
+    return xt == DataType::kUInt8 || xt == DataType::kInt8 ? Kind::kPool : Kind::kNone;
+  }
+
   Kind kind_of(const Node& n) const {
     // The fused element-wise groups of QDQ models (exec/qdq_eltwise.h): element-wise too.
     if (n.domain == kLayoutDomain && n.op_type == "QLinearEltwise" && only_first_output(n)) {
@@ -238,11 +245,8 @@ class NhwcPlanner {
       return n.inputs.size() == 1 ? Kind::kUnary : Kind::kBinary;
     }
     // The QDQ pass's int8 global average pool: a window over the whole plane, told its layout.
-    if (n.domain == kQLinearPoolDomain && n.op_type == kQLinearGlobalAveragePool && only_first_output(n)) {
-      if (n.inputs.size() != 1 || n.has_attr("_layout") || !shape4(n.inputs[0])) return Kind::kNone;
-      const DataType xt = g_.info(n.inputs[0])->dtype;
-      return xt == DataType::kUInt8 || xt == DataType::kInt8 ? Kind::kPool : Kind::kNone;
-    }
+    if (n.domain == kQLinearPoolDomain && n.op_type == kQLinearGlobalAveragePool && only_first_output(n))
+      return int8_pool(n);
     const bool deconv = n.domain == kQLinearConvTransposeDomain && n.op_type == kQLinearConvTranspose;
     if ((!n.domain.empty() && !deconv) || !only_first_output(n) || n.inputs.empty() || n.inputs[0].empty())
       return Kind::kNone;
@@ -267,12 +271,7 @@ class NhwcPlanner {
     }
     if (op == "Relu" || op == "LeakyRelu" || op == "Sigmoid" || op == "HardSigmoid" || op == "HardSwish" || op == "Tanh")
       return n.inputs.size() == 1 ? Kind::kUnary : Kind::kNone;
-    if (op == "MaxPool") {
-      // 2-D windows over an int8 / uint8 tensor (the CPU kernel's channels-last path).
-      if (n.inputs.size() != 1 || n.has_attr("_layout") || !shape4(n.inputs[0])) return Kind::kNone;
-      const DataType xt = g_.info(n.inputs[0])->dtype;
-      return xt == DataType::kUInt8 || xt == DataType::kInt8 ? Kind::kPool : Kind::kNone;
-    }
+    if (op == "MaxPool") return int8_pool(n);  // the CPU kernel's channels-last path
     if (op == "Clip") {
       for (size_t k = 1; k < n.inputs.size(); ++k)
         if (!n.inputs[k].empty() && !scalar_constant(n.inputs[k])) return Kind::kNone;

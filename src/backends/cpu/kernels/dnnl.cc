@@ -2132,7 +2132,7 @@ Status IntConvKernel::compute_on(KernelContext& ctx, bool xn, bool yn, bool* pla
   if (f32) {
     BH_ASSIGN_OR_RETURN(xf, ctx.allocate_scratch(DataType::kFloat32, x->shape()));
     BH_ASSIGN_OR_RETURN(sums_f, ctx.allocate_scratch(DataType::kFloat32, out));
-    shifted_to_float(*x, static_cast<int32_t>(zx), xf.data<float>(), ctx.threads());
+    shifted_to_float(x->raw(), x->dtype(), x->numel(), static_cast<int32_t>(zx), xf.data<float>(), ctx.threads());
   }
   CallScratch sc{ctx, {}};
   try {

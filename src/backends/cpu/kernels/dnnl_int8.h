@@ -34,10 +34,13 @@ void shift_to_int8(const Tensor& w, const Tensor* zp, int64_t run, Tensor* out, 
 // below 2^24.
 // - float_weights: `w_s8` (shift_to_int8's, max magnitude `w_max`) as float32, interned in
 //   `shared` when given; undefined when w_s8 is, or when the int8 sums are exact for it.
-// - shifted_to_float: x - z for a uint8 or int8 `x`, into `out` (x.numel() floats).
+// - shifted_to_float: x - z for the `n` uint8 or int8 values `x` of type `t`, into `out`.
+// - largest_shifted: the largest |x - z| of those values (the fp32 path is exact while
+//   K * that * w_max stays below 2^24).
 // - float_sums_to_int32: sums that are exact integers, as int32.
 Tensor float_weights(const Tensor& w_s8, int w_max, SharedConstants* shared);
-void shifted_to_float(const Tensor& x, int32_t z, float* out, int threads);
+void shifted_to_float(const void* x, DataType t, int64_t n, int32_t z, float* out, int threads);
+int64_t largest_shifted(const void* x, DataType t, int64_t n, int32_t z);
 void float_sums_to_int32(const float* in, int32_t* out, int64_t n, int threads);
 
 }  // namespace bulkhead::cpu

@@ -216,19 +216,9 @@ Result<bool> Int8MatMulKernel::constant_b_sums(KernelContext& ctx, const void* a
   Tensor af, sums_f;
   if (f32) {
     // A - za as float32, the sums exact integers below 2^24 only.
+    if (K * largest_shifted(a, at, R * K, za) * b_max_ >= (int64_t{1} << 24)) return false;
     BH_ASSIGN_OR_RETURN(af, ctx.allocate_scratch(DataType::kFloat32, Shape{R, K}));
-    float* o = af.data<float>();
-    int64_t amax = 0;
-    auto shift = [&](const auto* in) {
-      for (int64_t i = 0; i < R * K; ++i) {
-        const int32_t v = int32_t{in[i]} - za;
-        amax = std::max<int64_t>(amax, std::abs(v));
-        o[i] = static_cast<float>(v);
-      }
-    };
-    if (at == DataType::kUInt8) shift(static_cast<const uint8_t*>(a));
-    else shift(static_cast<const int8_t*>(a));
-    if (K * amax * b_max_ >= (int64_t{1} << 24)) return false;
+    shifted_to_float(a, at, R * K, za, af.data<float>(), ctx.threads());
     BH_ASSIGN_OR_RETURN(sums_f, ctx.allocate_scratch(DataType::kFloat32, Shape{R, N}));
   }
   auto p = plan_for(R, K, N, at, f32);
@@ -284,9 +274,7 @@ Status Int8MatMulKernel::compute(KernelContext& ctx) const {
   if (f32 && !b_f32_.defined()) return reference_(ctx);
   if (!qlinear_ || f32) {
     // int32 sums through float32 (MatMulInteger's, and the fp32 path's): exact only below 2^24.
-    int64_t amax = 0;
-    for (int64_t i = 0; i < A->numel(); ++i) amax = std::max<int64_t>(amax, std::abs(int_at(*A, i) - za));
-    if (K * amax * b_max >= (int64_t{1} << 24)) return reference_(ctx);
+    if (K * largest_shifted(A->raw(), A->dtype(), A->numel(), za) * b_max >= (int64_t{1} << 24)) return reference_(ctx);
   }
 
   auto p = plan_for(R, K, N, A->dtype(), f32);
@@ -304,7 +292,7 @@ Status Int8MatMulKernel::compute(KernelContext& ctx) const {
   if (f32) {
     BH_ASSIGN_OR_RETURN(af, ctx.allocate_scratch(DataType::kFloat32, A->shape()));
     BH_ASSIGN_OR_RETURN(sums_f, ctx.allocate_scratch(DataType::kFloat32, out));
-    shifted_to_float(*A, za, af.data<float>(), ctx.threads());
+    shifted_to_float(A->raw(), A->dtype(), A->numel(), za, af.data<float>(), ctx.threads());
   }
   BH_RETURN_IF_ERROR(execute(ctx, *p, f32 ? af.raw() : A->raw(), B->raw(), za, f32 ? sums_f.raw() : dst_t.raw()));
   if (f32) float_sums_to_int32(sums_f.data<float>(), dst_t.data<int32_t>(), dst_t.numel(), ctx.threads());
@@ -593,15 +581,25 @@ Tensor float_weights(const Tensor& w_s8, int w_max, SharedConstants* shared) {
   return shared ? shared->intern(w) : w;
 }
 
-void shifted_to_float(const Tensor& x, int32_t z, float* out, int threads) {
+void shifted_to_float(const void* x, DataType t, int64_t n, int32_t z, float* out, int threads) {
   const float zf = static_cast<float>(z);
   auto shift = [&](const auto* in) {
-    parallel_for(threads, x.numel(), 1 << 14, [&](int64_t b, int64_t e) {
+    parallel_for(threads, n, 1 << 14, [&](int64_t b, int64_t e) {
       for (int64_t i = b; i < e; ++i) out[i] = static_cast<float>(in[i]) - zf;
     });
   };
-  if (x.dtype() == DataType::kUInt8) shift(x.data<uint8_t>());
-  else shift(x.data<int8_t>());
+  if (t == DataType::kUInt8) shift(static_cast<const uint8_t*>(x));
+  else shift(static_cast<const int8_t*>(x));
+}
+
+int64_t largest_shifted(const void* x, DataType t, int64_t n, int32_t z) {
+  int64_t most = 0;
+  auto scan = [&](const auto* in) {
+    for (int64_t i = 0; i < n; ++i) most = std::max<int64_t>(most, std::abs(int32_t{in[i]} - z));
+  };
+  if (t == DataType::kUInt8) scan(static_cast<const uint8_t*>(x));
+  else scan(static_cast<const int8_t*>(x));
+  return most;
 }
 
 void float_sums_to_int32(const float* in, int32_t* out, int64_t n, int threads) {

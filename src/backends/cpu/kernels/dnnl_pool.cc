@@ -141,6 +141,31 @@ Geo3 to_geo3(const PoolGeo& g) {
   return r;
 }
 
+// The window of output (od, oh, ow): f(ii, id, ih, iw) for each of its positions inside
+// the input (ii: the position's offset in its plane); returns how many of its positions
+// lie inside the explicitly padded input [-pb, in + pe) (count_include_pad's divisor).
+template <typename F>
+__attribute__((always_inline)) inline int64_t visit_window(const Geo3& g, int64_t od, int64_t oh, int64_t ow, F f) {
+  int64_t padded = 0;
+  const int64_t start[3] = {od * g.s[0] - g.pb[0], oh * g.s[1] - g.pb[1], ow * g.s[2] - g.pb[2]};
+  for (int64_t kd = 0; kd < g.k[0]; ++kd) {
+    const int64_t id = start[0] + kd * g.d[0];
+    if (id < -g.pb[0] || id >= g.in[0] + g.pe[0]) continue;
+    for (int64_t kh = 0; kh < g.k[1]; ++kh) {
+      const int64_t ih = start[1] + kh * g.d[1];
+      if (ih < -g.pb[1] || ih >= g.in[1] + g.pe[1]) continue;
+      for (int64_t kw = 0; kw < g.k[2]; ++kw) {
+        const int64_t iw = start[2] + kw * g.d[2];
+        if (iw < -g.pb[2] || iw >= g.in[2] + g.pe[2]) continue;
+        ++padded;
+        if (id < 0 || id >= g.in[0] || ih < 0 || ih >= g.in[1] || iw < 0 || iw >= g.in[2]) continue;
+        f((id * g.in[1] + ih) * g.in[2] + iw, id, ih, iw);
+      }
+    }
+  }
+  return padded;
+}
+
 // Plain-loop pooling over NC planes. For kAvg with count_include_pad the divisor counts
 // window positions inside the explicitly padded input [-pb, in + pe).
 template <typename T, typename Acc>
@@ -155,35 +180,21 @@ void pool_ref(const PoolAttrs& a, const T* x, T* y, int64_t* indices, int64_t NC
           for (int64_t ow = 0; ow < g.out[2]; ++ow) {
             int64_t o = (od * g.out[1] + oh) * g.out[2] + ow;
             Acc acc = a.kind == PoolKind::kMax ? static_cast<Acc>(std::numeric_limits<T>::lowest()) : Acc(0);
-            int64_t best = -1, count = 0, padded_count = 0;
-            int64_t start[3] = {od * g.s[0] - g.pb[0], oh * g.s[1] - g.pb[1], ow * g.s[2] - g.pb[2]};
-            for (int64_t kd = 0; kd < g.k[0]; ++kd) {
-              int64_t id = start[0] + kd * g.d[0];
-              if (id < -g.pb[0] || id >= g.in[0] + g.pe[0]) continue;
-              for (int64_t kh = 0; kh < g.k[1]; ++kh) {
-                int64_t ih = start[1] + kh * g.d[1];
-                if (ih < -g.pb[1] || ih >= g.in[1] + g.pe[1]) continue;
-                for (int64_t kw = 0; kw < g.k[2]; ++kw) {
-                  int64_t iw = start[2] + kw * g.d[2];
-                  if (iw < -g.pb[2] || iw >= g.in[2] + g.pe[2]) continue;
-                  ++padded_count;
-                  if (id < 0 || id >= g.in[0] || ih < 0 || ih >= g.in[1] || iw < 0 || iw >= g.in[2]) continue;
-                  int64_t ii = (id * g.in[1] + ih) * g.in[2] + iw;
-                  Acc v = static_cast<Acc>(xp[ii]);
-                  ++count;
-                  if (a.kind == PoolKind::kMax) {
-                    if (best < 0 || v > acc) {
-                      acc = v;
-                      best = a.storage_order == 0 ? ii : id + g.in[0] * (ih + g.in[1] * iw);
-                    }
-                  } else if (a.kind == PoolKind::kAvg) {
-                    acc += v;
-                  } else {
-                    acc += static_cast<Acc>(std::pow(std::abs(static_cast<double>(v)), a.p));
-                  }
+            int64_t best = -1, count = 0;
+            const int64_t padded_count = visit_window(g, od, oh, ow, [&](int64_t ii, int64_t id, int64_t ih, int64_t iw) {
+              Acc v = static_cast<Acc>(xp[ii]);
+              ++count;
+              if (a.kind == PoolKind::kMax) {
+                if (best < 0 || v > acc) {
+                  acc = v;
+                  best = a.storage_order == 0 ? ii : id + g.in[0] * (ih + g.in[1] * iw);
                 }
+              } else if (a.kind == PoolKind::kAvg) {
+                acc += v;
+              } else {
+                acc += static_cast<Acc>(std::pow(std::abs(static_cast<double>(v)), a.p));
               }
-            }
+            });
             if (a.kind == PoolKind::kMax) {
               yp[o] = static_cast<T>(acc);
               if (indices) indices[nc * osz + o] = best < 0 ? 0 : nc * isz + best;
@@ -623,24 +634,11 @@ Status qlinear_avg_pool(KernelContext& ctx, const Tensor& x, const QPoolParams& 
       for (int64_t od = 0; od < g.out[0]; ++od)
         for (int64_t oh = 0; oh < g.out[1]; ++oh)
           for (int64_t ow = 0; ow < g.out[2]; ++ow) {
-            const int64_t start[3] = {od * g.s[0] - g.pb[0], oh * g.s[1] - g.pb[1], ow * g.s[2] - g.pb[2]};
-            int64_t sum = 0, count = 0, padded = 0;
-            for (int64_t kd = 0; kd < g.k[0]; ++kd) {
-              const int64_t id = start[0] + kd * g.d[0];
-              if (id < -g.pb[0] || id >= g.in[0] + g.pe[0]) continue;
-              for (int64_t kh = 0; kh < g.k[1]; ++kh) {
-                const int64_t ih = start[1] + kh * g.d[1];
-                if (ih < -g.pb[1] || ih >= g.in[1] + g.pe[1]) continue;
-                for (int64_t kw = 0; kw < g.k[2]; ++kw) {
-                  const int64_t iw = start[2] + kw * g.d[2];
-                  if (iw < -g.pb[2] || iw >= g.in[2] + g.pe[2]) continue;
-                  ++padded;
-                  if (id < 0 || id >= g.in[0] || ih < 0 || ih >= g.in[1] || iw < 0 || iw >= g.in[2]) continue;
-                  sum += int64_t{xc[(id * g.in[1] + ih) * g.in[2] + iw]} - q.zx;
-                  ++count;
-                }
-              }
-            }
+            int64_t sum = 0, count = 0;
+            const int64_t padded = visit_window(g, od, oh, ow, [&](int64_t ii, int64_t, int64_t, int64_t) {
+              sum += int64_t{xc[ii]} - q.zx;
+              ++count;
+            });
             const int64_t div = q.a.count_include_pad ? padded : count;
             // No position at all: the float path's NaN, which quantises to the zero point.
             double v = div > 0 ? std::nearbyint(static_cast<double>(sum) * mult / static_cast<double>(div)) + q.zy : q.zy;
